@@ -1,0 +1,25 @@
+#pragma once
+// Each subcommand lives in its own file and registers itself here: it adds a
+// CLI11 subcommand with its options and returns how to run it once parsed.
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace keyshim::cli {
+
+struct Subcommand {
+  CLI::App* app = nullptr;
+  std::function<int()> run; // called after a successful parse when `app` was chosen
+};
+
+Subcommand add_check(CLI::App& parent);
+Subcommand add_init(CLI::App& parent);
+Subcommand add_serve(CLI::App& parent);
+
+// Shared option helpers.
+// `-c,--config FILE`, documented with the default-location rules.
+CLI::Option* add_config_option(CLI::App& app, std::string& path);
+// The file to use: the flag's value, else $KEYSHIM_CONFIG, else the XDG default.
+std::string resolve_config_path(const std::string& flag_value);
+
+} // namespace keyshim::cli

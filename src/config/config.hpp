@@ -1,0 +1,99 @@
+#pragma once
+// The validated pool file. Everything here has been checked at load time; the
+// rest of keyshim trusts it without re-validating.
+#include "util/secret.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace keyshim::config {
+
+using std::chrono::milliseconds;
+
+// How the pool key travels to the upstream.
+enum class AuthStyle { bearer, x_api_key, x_goog_api_key, api_key, query };
+
+struct Auth {
+  AuthStyle style = AuthStyle::bearer;
+  std::string query_param; // only for AuthStyle::query ("query:key" -> "key")
+
+  // "bearer", "x-api-key", ..., "query:key": the form written in the file.
+  std::string text() const;
+  bool operator==(const Auth&) const = default;
+};
+
+enum class Strategy { ordered, round_robin, least_recently_used };
+// "ordered", "round-robin", "least-recently-used".
+const char* to_string(Strategy strategy);
+
+// A parsed base_url. Parsed by keyshim, because httplib's Client misreads
+// URLs that carry a path.
+struct UpstreamUrl {
+  std::string scheme;      // "https" or "http"
+  std::string host;        // without brackets for IPv6
+  int port = 443;
+  std::string path_prefix; // "" or "/something" without trailing slash
+
+  bool tls() const { return scheme == "https"; }
+  // "https://api.openai.com" / "http://127.0.0.1:9000/v1" - normalised form.
+  std::string text() const;
+  bool operator==(const UpstreamUrl&) const = default;
+};
+
+// Parse "scheme://host[:port][/prefix]". nullopt with `error` set when invalid.
+std::optional<UpstreamUrl> parse_upstream_url(const std::string& text, std::string& error);
+
+struct ListenAddress {
+  std::string host = "127.0.0.1"; // without brackets for IPv6
+  int port = 8787;
+
+  // "127.0.0.1:8787" / "[::1]:8787".
+  std::string text() const;
+  bool operator==(const ListenAddress&) const = default;
+};
+
+// Parse "HOST:PORT", "[V6]:PORT" or "localhost:PORT" and require loopback.
+std::optional<ListenAddress> parse_listen_address(const std::string& text, std::string& error);
+// True for 127.0.0.0/8, ::1 and "localhost".
+bool is_loopback_host(const std::string& host);
+
+struct ServerSettings {
+  ListenAddress listen;
+  std::optional<util::Secret> client_token;
+  std::vector<std::string> allowed_origins;
+  std::uint64_t max_request_body = 64ull * 1024 * 1024;
+  milliseconds drain_timeout{30'000};
+};
+
+struct UpstreamSettings {
+  UpstreamUrl base_url{"https", "api.openai.com", 443, ""};
+  Auth auth;
+  Strategy strategy = Strategy::ordered;
+  int max_attempts = 4;
+  milliseconds connect_timeout{10'000};
+  milliseconds first_byte_timeout{600'000};
+  milliseconds idle_timeout{300'000};
+  milliseconds max_cooldown{86'400'000};
+  std::optional<std::string> ca_file;
+};
+
+struct KeyConfig {
+  std::string label;     // defaults to the fingerprint
+  util::Secret secret;
+  UpstreamUrl base_url;  // per-key override or the [upstream] default
+  Auth auth;
+  std::optional<std::string> ca_file;
+  std::string source;    // where the secret came from: "key", "key_env OPENAI_KEY", "key_cmd pass"
+};
+
+struct Config {
+  std::string path; // the file it was loaded from
+  ServerSettings server;
+  UpstreamSettings upstream;
+  std::vector<KeyConfig> keys;
+};
+
+} // namespace keyshim::config

@@ -1,0 +1,77 @@
+#pragma once
+// What one upstream attempt's outcome means: for the request (commit, relay to
+// the client, retry the same key, try the next key) and for the key's health.
+// Pure: no I/O, no httplib; time comes in as an argument.
+#include "util/clock.hpp"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace keyshim::policy {
+
+using std::chrono::milliseconds;
+
+enum class TransportFailure {
+  none,                  // an HTTP response arrived
+  connect,               // refused, unreachable, connect timeout
+  tls,                   // handshake or certificate failure
+  closed_before_response,// reset/close before a complete status line and headers
+  first_byte_timeout,    // headers or first body bytes did not arrive in time
+};
+
+struct Header {
+  std::string name; // as received; compare case-insensitively
+  std::string value;
+};
+
+struct Outcome {
+  TransportFailure transport = TransportFailure::none;
+  int status = 0;
+  std::vector<Header> headers;
+  // For an error status: the buffered body. For a 2xx event stream: the bytes
+  // received up to and including the first complete event. Otherwise empty.
+  std::string body;
+  bool event_stream = false; // Content-Type is text/event-stream
+};
+
+enum class Action {
+  commit,         // 2xx/3xx with a healthy start: send it to the client
+  relay,          // a response every key would get (400, 404, 501...): send it as-is
+  retry_same_key, // transient: the same key once more (the relay enforces "once")
+  next_key,       // this key cannot serve the request now
+};
+
+enum class HealthChange {
+  success,  // clears the failure and rate-limit streaks
+  failure,  // counts toward the failure streak; `cooldown` > 0 once the streak reaches 3
+  cool,     // cooling for `cooldown` (never shortens a longer existing cooldown)
+  disable,  // disabled until reload
+  none,     // untouched
+};
+
+struct Verdict {
+  Action action = Action::relay;
+  HealthChange change = HealthChange::none;
+  milliseconds cooldown{0};
+  bool rate_limited = false; // the cooldown extends the rate-limit streak (429 doubling)
+  // Short, human, key-free: "429 Retry-After", "401", "insufficient_quota",
+  // "503", "connect error", "first byte timeout", "error event overloaded_error".
+  std::string reason;
+};
+
+// What the policy needs to know of the key's past to compute backoffs.
+struct KeyHistory {
+  int consecutive_failures = 0;    // 5xx/transport failures since the last success
+  int consecutive_rate_limits = 0; // 429s without a usable hint since the last success
+};
+
+struct Limits {
+  milliseconds max_cooldown{std::chrono::hours(24)};
+};
+
+// The SPEC.md failure table, row by row.
+Verdict classify(const Outcome& outcome, const KeyHistory& history, util::TimePoint now,
+                 const Limits& limits);
+
+} // namespace keyshim::policy

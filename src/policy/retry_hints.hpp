@@ -1,0 +1,27 @@
+#pragma once
+// How long a provider asks us to wait, from its headers or error body.
+#include "policy/failure_policy.hpp"
+
+#include <optional>
+#include <string_view>
+
+namespace keyshim::policy {
+
+struct RetryHint {
+  milliseconds wait{0};
+  std::string source; // "Retry-After", "x-ratelimit-reset-requests", "retryDelay", "body", "daily quota"
+};
+
+// In SPEC order: Retry-After (seconds or HTTP date), retry-after-ms, provider
+// reset headers (x-ratelimit-reset-*, anthropic-ratelimit-*-reset), then a
+// hint in the body ("retry in 12.5s", Gemini RetryInfo retryDelay), then a
+// per-day quota (cools until its reset). nullopt when there is none.
+std::optional<RetryHint> find_retry_hint(const std::vector<Header>& headers, std::string_view body,
+                                         util::TimePoint now);
+
+// RFC 9110 HTTP-date (IMF-fixdate, and the obsolete RFC 850 / asctime forms).
+std::optional<util::TimePoint> parse_http_date(std::string_view text);
+// RFC 3339 timestamp, e.g. "2026-11-29T21:40:01Z" or with offset/fraction.
+std::optional<util::TimePoint> parse_rfc3339(std::string_view text);
+
+} // namespace keyshim::policy

@@ -1,0 +1,105 @@
+#pragma once
+// The keys of one pool file and their health. Thread-safe: many relays select
+// and report concurrently.
+#include "config/config.hpp"
+#include "util/clock.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace keyshim::pool {
+
+using std::chrono::milliseconds;
+
+enum class KeyState { available, cooling, disabled };
+// "available", "cooling", "disabled".
+const char* to_string(KeyState state);
+
+struct KeyHealth {
+  KeyState state = KeyState::available; // cooling whose end has passed reads as available
+  util::TimePoint until{};              // end of cooling
+  std::string reason;                   // why cooling/disabled: "429 Retry-After", "401"
+  std::uint64_t ok_count = 0;
+  std::uint64_t error_count = 0;
+  int consecutive_failures = 0;
+  int consecutive_rate_limits = 0;
+  int last_status = 0;                  // 0 = none yet or transport failure
+  util::TimePoint last_used{};
+  int in_flight = 0;
+};
+
+struct KeySnapshot {
+  std::string label;
+  std::string fingerprint;
+  std::string upstream; // base_url text
+  KeyHealth health;
+};
+
+struct Counts {
+  int total = 0;
+  int available = 0;
+  int cooling = 0;
+  int disabled = 0;
+};
+
+struct Selection {
+  std::optional<std::size_t> index;                 // the chosen key, already counted in flight
+  std::optional<util::TimePoint> earliest_available; // when nothing is eligible: the first cooldown end, if any
+};
+
+class KeyPool {
+public:
+  KeyPool(std::vector<config::KeyConfig> keys, config::Strategy strategy, util::Clock& clock);
+  ~KeyPool();
+
+  // A new pool for a reloaded file. Keys whose fingerprint also exists in
+  // `previous` share its health (cooling keeps cooling, disabled stays
+  // disabled, in-flight counts continue); new keys start available.
+  static std::shared_ptr<KeyPool> reloaded(const KeyPool& previous,
+                                           std::vector<config::KeyConfig> keys,
+                                           config::Strategy strategy);
+
+  std::size_t size() const;
+  const config::KeyConfig& key(std::size_t index) const;
+
+  // Pick an eligible key not marked in `excluded` (indexed like the pool;
+  // shorter vectors mean "not excluded") by the pool's strategy, count it in
+  // flight and stamp its last use. The round-robin cursor moves at selection
+  // time so concurrent callers spread across keys.
+  Selection acquire(const std::vector<bool>& excluded);
+  // The request that acquired `index` is done with it.
+  void release(std::size_t index);
+
+  void record_success(std::size_t index, int status);
+  // A failure counting toward the streak; cools for `cooldown` when non-zero.
+  void record_failure(std::size_t index, int status, milliseconds cooldown, const std::string& reason);
+  // Cooling for `cooldown` from now, never shortening a longer one.
+  // `rate_limited` extends the rate-limit streak.
+  void record_cooldown(std::size_t index, int status, milliseconds cooldown, bool rate_limited,
+                       const std::string& reason);
+  void record_disable(std::size_t index, int status, const std::string& reason);
+  // A response relayed as-is (400, 404...): only the last status changes.
+  void record_neutral(std::size_t index, int status);
+
+  KeyHealth health(std::size_t index) const;
+  std::vector<KeySnapshot> snapshot() const;
+  Counts counts() const;
+  // Earliest end of a cooldown among cooling keys (for 503 Retry-After).
+  std::optional<util::TimePoint> earliest_available() const;
+
+private:
+  struct Cell;
+  std::vector<config::KeyConfig> m_keys;
+  std::vector<std::shared_ptr<Cell>> m_cells;
+  config::Strategy m_strategy;
+  util::Clock& m_clock;
+  mutable std::mutex m_cursor_mutex;
+  std::size_t m_cursor = 0;
+};
+
+} // namespace keyshim::pool

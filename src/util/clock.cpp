@@ -1,0 +1,10 @@
+#include "util/clock.hpp"
+
+namespace keyshim::util {
+
+Clock& system_clock() {
+  static SystemClock clock;
+  return clock;
+}
+
+} // namespace keyshim::util

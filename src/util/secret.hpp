@@ -1,0 +1,35 @@
+#pragma once
+// API keys and tokens. A Secret has no formatter and no stream operator, so
+// `fmt::format("{}", secret)` does not compile: the only printable forms are
+// its fingerprint and the label the user gave it.
+#include <string>
+#include <string_view>
+
+namespace keyshim::util {
+
+class Secret {
+public:
+  Secret() = default;
+  explicit Secret(std::string value);
+
+  // The key material itself, for the one place that needs it: the header or
+  // query parameter of an upstream request, and redaction of echoed keys.
+  const std::string& reveal() const { return m_value; }
+
+  // First 4 characters, "~", first 8 hex digits of SHA-256 of the whole key.
+  const std::string& fingerprint() const { return m_fingerprint; }
+
+  bool empty() const { return m_value.empty(); }
+
+  // Constant-time comparison, for client tokens.
+  bool equals(std::string_view candidate) const;
+
+private:
+  std::string m_value;
+  std::string m_fingerprint;
+};
+
+// fingerprint() for a value that is not (yet) a Secret.
+std::string fingerprint_of(std::string_view value);
+
+} // namespace keyshim::util
