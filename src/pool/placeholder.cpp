@@ -1,0 +1,2 @@
+// placeholder so the layer library is never empty
+namespace keyshim::pool {}

@@ -1,0 +1,2 @@
+// placeholder until the fake upstream lands
+namespace keyshim::test {}
