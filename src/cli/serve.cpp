@@ -1,10 +1,83 @@
 #include "cli/commands.hpp"
 
+#include "config/config.hpp"
+#include "server/shim_server.hpp"
+#include "server/signal_watcher.hpp"
+#include "util/log.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <stdexcept>
+
 namespace keyshim::cli {
+namespace {
+
+struct ServeFlags {
+  std::string config;
+  std::string listen;
+  std::string log_format = "text";
+  bool verbose = false;
+  bool quiet = false;
+};
+
+void configure_logging(const ServeFlags& flags) {
+  util::Logger& logger = util::Logger::instance();
+  logger.set_format(flags.log_format == "json" ? util::LogFormat::json : util::LogFormat::text);
+  logger.set_level(flags.verbose ? util::LogLevel::debug
+                   : flags.quiet ? util::LogLevel::warn
+                                 : util::LogLevel::info);
+}
+
+int run_serve(const ServeFlags& flags) {
+  // 1. Signals are handled on one thread by sigwait; every thread started
+  //    from here on inherits the blocked mask.
+  server::SignalWatcher::block_signals();
+  configure_logging(flags);
+
+  // 2. Options: the pool file, and an explicit --listen that overrides it.
+  server::ServeOptions options;
+  options.config_path = resolve_config_path(flags.config);
+  if (!flags.listen.empty()) {
+    std::string error;
+    auto listen = config::parse_listen_address(flags.listen, error);
+    if (!listen) {
+      throw std::runtime_error(fmt::format("--listen {}: {}", flags.listen, error));
+    }
+    options.listen = *listen;
+  }
+
+  // 3. Load the pool. A file keyshim cannot use does not stop it: it serves
+  //    503s that say what is wrong, so the tool pointed at it explains itself.
+  server::ShimServer shim(options);
+  shim.load();
+
+  // 4. Bind loopback only, refusing anything else.
+  std::string error;
+  if (!shim.bind(error)) {
+    throw std::runtime_error(error);
+  }
+  util::log_info("keyshim listening on http://{} (pool file {})", shim.listen_address().text(),
+                 options.config_path);
+
+  // 5. Serve until SIGINT/SIGTERM has drained the in-flight responses.
+  server::SignalWatcher signals(shim);
+  shim.serve();
+  util::log_info("stopped");
+  return 0;
+}
+
+} // namespace
 
 Subcommand add_serve(CLI::App& parent) {
-  CLI::App* app = parent.add_subcommand("serve", "not yet implemented");
-  return {app, [] { return 1; }};
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* app = parent.add_subcommand("serve", "run keyshim in the foreground, logging to stderr");
+  add_config_option(*app, flags->config);
+  app->add_option("--listen", flags->listen, "ADDR:PORT to listen on (loopback only; overrides the file)");
+  app->add_option("--log-format", flags->log_format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  auto* verbose = app->add_flag("-v,--verbose", flags->verbose, "debug logging");
+  app->add_flag("-q,--quiet", flags->quiet, "warnings and errors only")->excludes(verbose);
+  return {app, [flags] { return run_serve(*flags); }};
 }
 
 } // namespace keyshim::cli

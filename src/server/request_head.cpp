@@ -1,0 +1,131 @@
+#include "server/request_head.hpp"
+
+#include "util/log.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <optional>
+
+namespace keyshim::server {
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+const char* reason_phrase(int status) {
+  switch (status) {
+  case 400:
+    return "Bad Request";
+  case 408:
+    return "Request Timeout";
+  case 413:
+    return "Content Too Large";
+  case 414:
+    return "URI Too Long";
+  case 431:
+    return "Request Header Fields Too Large";
+  case 501:
+    return "Not Implemented";
+  default:
+    return "Error";
+  }
+}
+
+} // namespace
+
+std::size_t find_head_end(std::string_view buffered) {
+  std::size_t crlf = buffered.find("\r\n\r\n");
+  std::size_t lf = buffered.find("\n\n");
+  std::size_t end = std::string_view::npos;
+  if (crlf != std::string_view::npos) {
+    end = crlf + 4;
+  }
+  if (lf != std::string_view::npos && (end == std::string_view::npos || lf + 2 < end)) {
+    end = lf + 2;
+  }
+  return end;
+}
+
+HeadVerdict check_head(std::string_view head, const HeadLimits& limits) {
+  if (head.size() > limits.max_head_bytes) {
+    return {431, fmt::format("request headers exceed {} bytes", limits.max_head_bytes)};
+  }
+  std::optional<std::uint64_t> content_length;
+  bool chunked = false;
+  bool first = true;
+  while (!head.empty()) {
+    std::size_t nl = head.find('\n');
+    std::string_view line = head.substr(0, nl);
+    head = nl == std::string_view::npos ? std::string_view{} : head.substr(nl + 1);
+    if (line.size() > limits.max_line_bytes) {
+      return first ? HeadVerdict{414, "request line too long"}
+                   : HeadVerdict{431, fmt::format("a header line exceeds {} bytes", limits.max_line_bytes)};
+    }
+    if (first) {
+      first = false;
+      continue;
+    }
+    if (trim(line).empty()) {
+      break;
+    }
+    if (line.front() == ' ' || line.front() == '\t') {
+      return {400, "obsolete header line folding is not accepted"};
+    }
+    std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) {
+      return {400, "malformed header line"};
+    }
+    std::string_view name = line.substr(0, colon);
+    std::string_view value = trim(line.substr(colon + 1));
+    if (iequals(name, "content-length")) {
+      std::uint64_t n = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || end != value.data() + value.size() || value.empty()) {
+        return {400, "invalid Content-Length"};
+      }
+      if (content_length && *content_length != n) {
+        return {400, "conflicting Content-Length headers"};
+      }
+      content_length = n;
+    } else if (iequals(name, "transfer-encoding")) {
+      if (!iequals(value, "chunked") || chunked) {
+        return {501, "only a single \"Transfer-Encoding: chunked\" is supported"};
+      }
+      chunked = true;
+    }
+  }
+  if (chunked && content_length) {
+    return {400, "both Content-Length and Transfer-Encoding given (ambiguous framing)"};
+  }
+  if (content_length && *content_length > limits.max_body_bytes) {
+    return {413, fmt::format("request body of {} bytes exceeds max_request_body ({} bytes)", *content_length,
+                             limits.max_body_bytes)};
+  }
+  return {};
+}
+
+std::string error_response(int status, std::string_view message) {
+  std::string body = fmt::format(
+      R"({{"error":{{"message":"keyshim: {}","type":"keyshim_bad_request","code":"http_{}"}}}})",
+      util::json_escape(message), status);
+  return fmt::format("HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n"
+                     "Connection: close\r\n\r\n{}",
+                     status, reason_phrase(status), body.size(), body);
+}
+
+} // namespace keyshim::server
