@@ -9,6 +9,7 @@ LogCapture::LogCapture(util::LogLevel level, util::LogFormat format) {
   logger.set_sink([this](std::string_view line) {
     std::lock_guard lock(m_mutex);
     m_text.append(line);
+    m_changed.notify_all();
   });
 }
 
@@ -17,6 +18,11 @@ LogCapture::~LogCapture() {
   logger.set_sink(nullptr);
   logger.set_level(util::LogLevel::info);
   logger.set_format(util::LogFormat::text);
+}
+
+bool LogCapture::wait_for(const std::string& needle, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(m_mutex);
+  return m_changed.wait_for(lock, timeout, [&] { return m_text.find(needle) != std::string::npos; });
 }
 
 std::string LogCapture::text() const {

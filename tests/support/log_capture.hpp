@@ -3,6 +3,8 @@
 // e.g. that no key byte appears).
 #include "util/log.hpp"
 
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <string>
 
@@ -18,9 +20,13 @@ public:
 
   std::string text() const;
   bool contains(const std::string& needle) const { return text().find(needle) != std::string::npos; }
+  // Wait until `needle` has been logged (request lines are written when the
+  // response has finished, which can be just after the client saw its end).
+  bool wait_for(const std::string& needle, std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
 
 private:
   mutable std::mutex m_mutex;
+  mutable std::condition_variable m_changed;
   std::string m_text;
 };
 

@@ -1,0 +1,89 @@
+#pragma once
+// A scripted upstream on 127.0.0.1 written on raw sockets, so tests control
+// every byte and every failure: resets before a reply, bodies cut mid-stream,
+// silences, and it sees when keyshim hangs up on it.
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace keyshim::test {
+
+using namespace std::chrono_literals;
+
+struct Scripted {
+  int status = 200;
+  std::vector<std::pair<std::string, std::string>> headers; // e.g. {"Content-Type", "text/event-stream"}
+  std::vector<std::string> pieces;                          // body, one write each
+  bool chunked = true;               // else Content-Length framing
+  std::chrono::milliseconds head_delay{0};  // silence before the status line
+  std::chrono::milliseconds piece_delay{0}; // silence between pieces
+  bool reset_before_reply = false;   // close (RST) without any response
+  int cut_after_pieces = -1;         // close without ending the body after N pieces
+  bool hold_after_first_piece = false; // wait for release() (or a hang-up) after piece 1
+};
+
+struct SeenRequest {
+  std::string method;
+  std::string target;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  bool client_hung_up = false; // keyshim closed the connection while we were responding
+
+  // First value of a header (case-insensitive), "" when absent.
+  std::string header(const std::string& name) const;
+  bool has_header(const std::string& name) const;
+};
+
+class FakeUpstream {
+public:
+  FakeUpstream();
+  ~FakeUpstream();
+  FakeUpstream(const FakeUpstream&) = delete;
+  FakeUpstream& operator=(const FakeUpstream&) = delete;
+
+  int port() const { return m_port; }
+  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(m_port); }
+
+  // Queue the next responses; when the queue is empty: 200 {"ok":true}.
+  void push(Scripted response);
+  // Let held responses continue.
+  void release();
+
+  std::vector<SeenRequest> seen() const;
+  std::size_t request_count() const;
+  // Wait until at least `n` requests arrived / `n` hang-ups were seen.
+  bool wait_for_requests(std::size_t n, std::chrono::milliseconds timeout = 10s) const;
+  bool wait_for_hangups(std::size_t n, std::chrono::milliseconds timeout = 10s) const;
+  std::size_t hangups() const;
+  std::size_t connections() const;
+
+private:
+  void accept_loop();
+  void serve_connection(int fd);
+  bool respond(int fd, const Scripted& script, std::size_t request_index);
+  // Sleep up to `d`, returning false early when the peer hangs up.
+  bool pause(int fd, std::chrono::milliseconds d);
+  void note_hangup(std::size_t request_index);
+
+  int m_listen_fd = -1;
+  int m_port = 0;
+  std::thread m_acceptor;
+  mutable std::mutex m_mutex;
+  mutable std::condition_variable m_changed;
+  std::deque<Scripted> m_script;
+  std::vector<SeenRequest> m_seen;
+  std::size_t m_hangups = 0;
+  std::size_t m_connections = 0;
+  bool m_released = false;
+  bool m_stopping = false;
+  std::vector<std::thread> m_workers;
+  std::vector<int> m_open_fds;
+};
+
+} // namespace keyshim::test

@@ -1,0 +1,66 @@
+#include "support/http_shim.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace keyshim::test {
+namespace {
+
+std::string substitute(std::string text, const std::string& upstream) {
+  const std::string marker = "@UPSTREAM@";
+  for (std::size_t at = text.find(marker); at != std::string::npos; at = text.find(marker, at)) {
+    text.replace(at, marker.size(), upstream);
+  }
+  return text;
+}
+
+} // namespace
+
+Shim::Shim(const std::string& pool, const std::string& upstream_url, int worker_threads)
+    : m_upstream_url(upstream_url) {
+  m_path = m_dir.write("keys.toml", substitute(pool, upstream_url), 0600);
+  server::ServeOptions options;
+  options.config_path = m_path;
+  options.listen = config::ListenAddress{"127.0.0.1", 0};
+  options.worker_threads = worker_threads;
+  m_server = std::make_unique<server::ShimServer>(options);
+  m_server->load();
+  std::string error;
+  if (!m_server->bind(error)) {
+    throw std::runtime_error(error);
+  }
+  m_thread = std::thread([this] { m_server->serve(); });
+}
+
+Shim::~Shim() {
+  m_server->begin_shutdown();
+  m_server->abort_in_flight();
+  m_thread.join();
+}
+
+bool Shim::reload_with(const std::string& pool) {
+  m_dir.write("keys.toml", substitute(pool, m_upstream_url), 0600);
+  return m_server->reload();
+}
+
+std::string test_key(int i) { return fmt::format("sk-test-key-{}-0123456789abcdef", i); }
+
+std::string pool_toml(int n, const std::string& upstream_extra, const std::string& server_extra) {
+  // Test defaults, unless `upstream_extra` sets the same setting.
+  std::string upstream = "base_url = \"@UPSTREAM@\"\n" + upstream_extra;
+  for (const char* setting : {"connect_timeout = \"2s\"\n", "first_byte_timeout = \"5s\"\n",
+                              "idle_timeout = \"5s\"\n"}) {
+    std::string name = std::string(setting).substr(0, std::string(setting).find(' '));
+    if (upstream_extra.find(name) == std::string::npos) {
+      upstream += setting;
+    }
+  }
+  std::string text = "[server]\n" + server_extra + "\n[upstream]\n" + upstream + "\n";
+  for (int i = 0; i < n; ++i) {
+    text += fmt::format("[[keys]]\nlabel = \"k{}\"\nkey = \"{}\"\n", i, test_key(i));
+  }
+  return text;
+}
+
+} // namespace keyshim::test

@@ -1,0 +1,41 @@
+#pragma once
+// keyshim's server running in-process on 127.0.0.1 with its pool file in a
+// private temporary directory, for integration tests.
+#include "server/shim_server.hpp"
+#include "support/temp_dir.hpp"
+
+#include <memory>
+#include <string>
+#include <thread>
+
+namespace keyshim::test {
+
+class Shim {
+public:
+  // `pool_toml` is a whole pool file; "@UPSTREAM@" is replaced by `upstream_url`.
+  Shim(const std::string& pool_toml, const std::string& upstream_url, int worker_threads = 96);
+  ~Shim();
+  Shim(const Shim&) = delete;
+  Shim& operator=(const Shim&) = delete;
+
+  int port() const { return m_server->port(); }
+  server::ShimServer& server() { return *m_server; }
+  // Rewrite the pool file and reload (as SIGHUP would).
+  bool reload_with(const std::string& pool_toml);
+  const std::string& config_path() const { return m_path; }
+
+private:
+  std::string m_upstream_url;
+  TempDir m_dir;
+  std::string m_path;
+  std::unique_ptr<server::ShimServer> m_server;
+  std::thread m_thread;
+};
+
+// A pool of `n` keys "sk-test-key-<i>-..." labelled k0..k(n-1) with `extra`
+// appended to [upstream]. Short timeouts suited to tests.
+std::string pool_toml(int n, const std::string& upstream_extra = "", const std::string& server_extra = "");
+// The secret of key i in pool_toml().
+std::string test_key(int i);
+
+} // namespace keyshim::test
