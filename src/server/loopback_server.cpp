@@ -47,6 +47,13 @@ void LoopbackServer::begin_drain() {
   }
 }
 
+void LoopbackServer::widen_backlog(int backlog) {
+  socket_t listening = svr_sock_;
+  if (listening != INVALID_SOCKET) {
+    ::listen(listening, backlog);
+  }
+}
+
 bool LoopbackServer::current_client_gone() { return t_stream != nullptr && t_stream->peer_closed(); }
 
 bool LoopbackServer::refuse_head(ClientStream& stream, int status, std::string_view message) {
@@ -67,7 +74,10 @@ bool LoopbackServer::process_and_close_socket(socket_t sock) {
 
   bool ok = false;
   for (std::size_t served = 0; served < m_limits.keep_alive_requests; ++served) {
-    if (stream.wait_for_request(m_limits.keep_alive, stopping) != ClientStream::Wait::ready) {
+    // A new connection gets the head timeout for its first request; between
+    // requests, an idle keep-alive connection is closed sooner.
+    auto idle_limit = served == 0 ? m_limits.head_timeout : m_limits.keep_alive;
+    if (stream.wait_for_request(idle_limit, stopping) != ClientStream::Wait::ready) {
       break;
     }
     std::string_view head;

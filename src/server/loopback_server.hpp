@@ -27,6 +27,11 @@ public:
   // The head limits; max_body_bytes follows the pool file across reloads.
   void set_head_limits(const HeadLimits& limits);
 
+  // httplib listens with a backlog of 5: a burst of parallel sub-agents
+  // connecting at once would overflow it and wait out SYN retransmits. Call
+  // after binding; Linux and macOS let listen() resize a listening socket.
+  void widen_backlog(int backlog);
+
   // Stop accepting connections and end idle keep-alive connections, but let
   // requests in progress (streams included) run to completion.
   void begin_drain();

@@ -107,6 +107,7 @@ bool ShimServer::bind(std::string& error) {
                         m_listen.text(), std::strerror(errno));
     return false;
   }
+  m_http.widen_backlog(1024);
   m_listen.port = m_port;
   return true;
 }
