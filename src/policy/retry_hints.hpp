@@ -15,9 +15,15 @@ struct RetryHint {
 // In SPEC order: Retry-After (seconds or HTTP date), retry-after-ms, provider
 // reset headers (x-ratelimit-reset-*, anthropic-ratelimit-*-reset), then a
 // hint in the body ("retry in 12.5s", Gemini RetryInfo retryDelay), then a
-// per-day quota (cools until its reset). nullopt when there is none.
+// per-day quota (cools until its reset). One exception: a Gemini QuotaFailure
+// naming a PerDay quota outranks the body hints, whose short delay would only
+// buy another 429. `wait` is never negative. nullopt when there is none.
 std::optional<RetryHint> find_retry_hint(const std::vector<Header>& headers, std::string_view body,
                                          util::TimePoint now);
+
+// The next reset of a provider's daily quota after `now`: midnight Pacific
+// time, taken as 08:00 UTC (up to an hour late during daylight time).
+util::TimePoint next_daily_reset(util::TimePoint now);
 
 // RFC 9110 HTTP-date (IMF-fixdate, and the obsolete RFC 850 / asctime forms).
 std::optional<util::TimePoint> parse_http_date(std::string_view text);

@@ -1,0 +1,74 @@
+#pragma once
+// A minimal JSON value, parser and writer: enough to read provider error
+// bodies and keyshim's own /status answer. Parsing never throws; bad input is
+// an error value.
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace keyshim::util {
+
+class Json {
+public:
+  enum class Type { null, boolean, number, string, array, object };
+  using Array = std::vector<Json>;
+  // Members in document order; duplicate names are kept, lookups find the first.
+  using Object = std::vector<std::pair<std::string, Json>>;
+
+  Json() = default;
+  static Json make_bool(bool value);
+  static Json make_number(double value);
+  static Json make_string(std::string value);
+  static Json make_array(Array items = {});
+  static Json make_object(Object members = {});
+
+  Type type() const { return m_type; }
+  bool is_null() const { return m_type == Type::null; }
+  bool is_bool() const { return m_type == Type::boolean; }
+  bool is_number() const { return m_type == Type::number; }
+  bool is_string() const { return m_type == Type::string; }
+  bool is_array() const { return m_type == Type::array; }
+  bool is_object() const { return m_type == Type::object; }
+
+  // The value, or the fallback when the type differs.
+  bool as_bool(bool fallback = false) const { return is_bool() ? m_bool : fallback; }
+  double as_number(double fallback = 0) const { return is_number() ? m_number : fallback; }
+  const std::string& as_string() const; // "" unless a string
+  const Array& items() const;           // empty unless an array
+  const Object& members() const;        // empty unless an object
+
+  // The member `name` of an object, or nullptr (also for non-objects).
+  const Json* find(std::string_view name) const;
+  // The string member `name`, or nullopt when absent or not a string.
+  std::optional<std::string> string_at(std::string_view name) const;
+
+  // Appending to an array / object; a null value first becomes one.
+  void push_back(Json item);
+  void set(std::string name, Json value);
+
+  // Compact JSON text. Integral numbers print without a fraction.
+  std::string dump() const;
+
+private:
+  Type m_type = Type::null;
+  bool m_bool = false;
+  double m_number = 0;
+  std::string m_string;
+  Array m_items;
+  Object m_members;
+};
+
+struct JsonError {
+  std::size_t offset = 0; // byte offset of the problem in the input
+  std::string message;    // "unterminated string", "expected ':'"...
+};
+
+// Parse one JSON document (surrounding whitespace allowed). Nesting deeper
+// than `max_depth` is an error. nullopt on any error, described in `error`.
+std::optional<Json> parse_json(std::string_view text, JsonError* error = nullptr,
+                               int max_depth = 64);
+
+} // namespace keyshim::util

@@ -1,0 +1,70 @@
+// HTTP-date (RFC 9110 §5.6.7) and RFC 3339 parsing.
+#include "policy/retry_hints.hpp"
+
+#include <gtest/gtest.h>
+
+namespace keyshim::policy {
+namespace {
+
+using namespace std::chrono;
+
+util::TimePoint at(int y, unsigned mon, unsigned d, int h, int min, int s) {
+  return util::TimePoint(sys_days{year{y} / month{mon} / day{d}}) + hours(h) + minutes(min) + seconds(s);
+}
+
+TEST(HttpDate, ParsesImfFixdate) {
+  EXPECT_EQ(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"), at(1994, 11, 6, 8, 49, 37));
+  EXPECT_EQ(parse_http_date("Tue, 01 Dec 2026 00:00:00 GMT"), at(2026, 12, 1, 0, 0, 0));
+}
+
+TEST(HttpDate, ParsesObsoleteRfc850Form) {
+  EXPECT_EQ(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT"), at(1994, 11, 6, 8, 49, 37));
+  EXPECT_EQ(parse_http_date("Sunday, 29-Nov-26 12:00:00 GMT"), at(2026, 11, 29, 12, 0, 0));
+}
+
+TEST(HttpDate, ParsesObsoleteAsctimeForm) {
+  EXPECT_EQ(parse_http_date("Sun Nov  6 08:49:37 1994"), at(1994, 11, 6, 8, 49, 37));
+  EXPECT_EQ(parse_http_date("Sun Nov 29 12:00:00 2026"), at(2026, 11, 29, 12, 0, 0));
+}
+
+TEST(HttpDate, IsCaseInsensitiveAndToleratesSurroundingSpace) {
+  EXPECT_EQ(parse_http_date("  sun, 06 nov 1994 08:49:37 gmt "), at(1994, 11, 6, 8, 49, 37));
+}
+
+TEST(HttpDate, RejectsMalformedDates) {
+  for (const char* text : {"", "120", "Sun, 06 Nov 1994 08:49:37", "Sun, 06 Nov 1994 08:49:37 UTC",
+                           "Sun, 31 Feb 2026 08:49:37 GMT", "Sun, 06 Foo 1994 08:49:37 GMT",
+                           "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 08:49:37 GMT trailing",
+                           "Funday, 06-Nov-94 08:49:37 GMT", "Sun, 6 Nov 1994 08:49:37 GMT",
+                           "Sun Nov 6 08:49 1994", "2026-11-29T12:00:00Z"}) {
+    EXPECT_FALSE(parse_http_date(text)) << text;
+  }
+}
+
+TEST(Rfc3339, ParsesUtcTimestamps) {
+  EXPECT_EQ(parse_rfc3339("2026-11-29T21:40:01Z"), at(2026, 11, 29, 21, 40, 1));
+  EXPECT_EQ(parse_rfc3339("2026-11-29t21:40:01z"), at(2026, 11, 29, 21, 40, 1));
+  EXPECT_EQ(parse_rfc3339("2026-11-29 21:40:01Z"), at(2026, 11, 29, 21, 40, 1));
+}
+
+TEST(Rfc3339, ParsesFractionsToMilliseconds) {
+  EXPECT_EQ(parse_rfc3339("2026-11-29T21:40:01.5Z"), at(2026, 11, 29, 21, 40, 1) + 500ms);
+  EXPECT_EQ(parse_rfc3339("2026-11-29T21:40:01.123456789Z"), at(2026, 11, 29, 21, 40, 1) + 123ms);
+}
+
+TEST(Rfc3339, AppliesOffsets) {
+  EXPECT_EQ(parse_rfc3339("2026-11-29T14:00:00+02:00"), at(2026, 11, 29, 12, 0, 0));
+  EXPECT_EQ(parse_rfc3339("2026-11-29T04:00:00-08:00"), at(2026, 11, 29, 12, 0, 0));
+  EXPECT_EQ(parse_rfc3339("2026-11-30T01:30:00+13:30"), at(2026, 11, 29, 12, 0, 0));
+}
+
+TEST(Rfc3339, RejectsMalformedTimestamps) {
+  for (const char* text : {"", "2026-11-29", "2026-11-29T12:00:00", "2026-13-01T00:00:00Z",
+                           "2026-02-30T00:00:00Z", "2026-11-29T12:00:00+0200", "2026-11-29T12:00:00.Z",
+                           "2026-11-29T25:00:00Z", "2026-11-29T12:00:00Zjunk", "Sun, 06 Nov 1994 08:49:37 GMT"}) {
+    EXPECT_FALSE(parse_rfc3339(text)) << text;
+  }
+}
+
+} // namespace
+} // namespace keyshim::policy

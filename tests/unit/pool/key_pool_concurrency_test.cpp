@@ -1,0 +1,146 @@
+// Many relays selecting and reporting at once. Run under TSan as well.
+#include "pool/key_pool.hpp"
+
+#include "pool_test_support.hpp"
+#include "support/fake_clock.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <thread>
+
+namespace keyshim::pool {
+namespace {
+
+using namespace std::chrono_literals;
+using config::Strategy;
+using test::make_keys;
+
+constexpr int k_threads = 8;
+constexpr int k_acquires_per_thread = 600;
+
+// Runs `body(thread_index)` on k_threads threads, released together.
+template <typename Body>
+void run_threads(Body body) {
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < k_threads; ++t) {
+    threads.emplace_back([&, t] {
+      while (!go.load()) {
+        std::this_thread::yield();
+      }
+      body(t);
+    });
+  }
+  go = true;
+  for (std::thread& thread : threads) {
+    thread.join();
+  }
+}
+
+TEST(KeyPoolConcurrency, RoundRobinSpreadsConcurrentCallersExactlyEvenly) {
+  test::FakeClock clock;
+  KeyPool pool(make_keys({"a", "b", "c", "d"}), Strategy::round_robin, clock);
+  std::vector<std::array<int, 4>> hits(k_threads, std::array<int, 4>{});
+  run_threads([&](int t) {
+    for (int i = 0; i < k_acquires_per_thread; ++i) {
+      Selection selection = pool.acquire({});
+      ASSERT_TRUE(selection.index);
+      hits[static_cast<std::size_t>(t)][*selection.index]++;
+      pool.record_success(*selection.index, 200);
+      pool.release(*selection.index);
+    }
+  });
+  // The cursor is reserved at selection time, so every acquire advances it by
+  // exactly one: 4800 acquires over 4 keys is exactly 1200 each.
+  for (std::size_t k = 0; k < 4; ++k) {
+    int total = 0;
+    for (const auto& per_thread : hits) {
+      total += per_thread[k];
+    }
+    EXPECT_EQ(total, k_threads * k_acquires_per_thread / 4) << "key " << k;
+    KeyHealth health = pool.health(k);
+    EXPECT_EQ(health.in_flight, 0);
+    EXPECT_EQ(health.ok_count, static_cast<std::uint64_t>(k_threads * k_acquires_per_thread / 4));
+  }
+}
+
+TEST(KeyPoolConcurrency, HeldSelectionsSpreadAcrossKeys) {
+  // Callers that all hold their key at once still land on different keys.
+  test::FakeClock clock;
+  KeyPool pool(make_keys({"a", "b", "c", "d", "e", "f", "g", "h"}), Strategy::round_robin, clock);
+  std::vector<std::size_t> chosen(k_threads);
+  run_threads([&](int t) { chosen[static_cast<std::size_t>(t)] = *pool.acquire({}).index; });
+  for (std::size_t k = 0; k < pool.size(); ++k) {
+    EXPECT_EQ(pool.health(k).in_flight, 1) << "key " << k;
+  }
+}
+
+TEST(KeyPoolConcurrency, MixedReportsKeepCountsConsistent) {
+  test::FakeClock clock;
+  KeyPool pool(make_keys({"a", "b", "c"}), Strategy::least_recently_used, clock);
+  std::atomic<int> acquired{0};
+  run_threads([&](int t) {
+    for (int i = 0; i < k_acquires_per_thread; ++i) {
+      Selection selection = pool.acquire({});
+      if (!selection.index) {
+        clock.advance(1s); // every cooldown below is shorter than a few of these
+        continue;
+      }
+      acquired++;
+      std::size_t index = *selection.index;
+      switch ((t + i) % 4) {
+      case 0:
+        pool.record_success(index, 200);
+        break;
+      case 1:
+        pool.record_failure(index, 503, 0ms, "503");
+        break;
+      case 2:
+        pool.record_cooldown(index, 429, 2s, true, "429");
+        break;
+      default:
+        pool.record_neutral(index, 404);
+        break;
+      }
+      (void)pool.snapshot();
+      (void)pool.counts();
+      pool.release(index);
+    }
+  });
+  std::uint64_t reports = 0;
+  for (std::size_t k = 0; k < pool.size(); ++k) {
+    KeyHealth health = pool.health(k);
+    EXPECT_EQ(health.in_flight, 0);
+    reports += health.ok_count + health.error_count;
+  }
+  EXPECT_GT(acquired.load(), 0);
+  EXPECT_LE(reports, static_cast<std::uint64_t>(acquired.load()));
+}
+
+TEST(KeyPoolConcurrency, ReloadWhileRequestsRunKeepsInFlightBalanced) {
+  test::FakeClock clock;
+  auto old_pool = std::make_shared<KeyPool>(make_keys({"a", "b"}), Strategy::round_robin, clock);
+  std::shared_ptr<KeyPool> new_pool;
+  std::atomic<bool> reloaded{false};
+  run_threads([&](int t) {
+    if (t == 0) {
+      new_pool = KeyPool::reloaded(*old_pool, make_keys({"b", "a", "c"}), Strategy::round_robin);
+      reloaded = true;
+      return;
+    }
+    for (int i = 0; i < k_acquires_per_thread; ++i) {
+      Selection selection = old_pool->acquire({});
+      ASSERT_TRUE(selection.index);
+      old_pool->release(*selection.index);
+    }
+  });
+  ASSERT_TRUE(reloaded.load());
+  for (std::size_t k = 0; k < new_pool->size(); ++k) {
+    EXPECT_EQ(new_pool->health(k).in_flight, 0);
+  }
+}
+
+} // namespace
+} // namespace keyshim::pool
