@@ -83,6 +83,21 @@ void Relay::forward(std::shared_ptr<const PoolState> state, const httplib::Reque
     return;
   }
 
+  // httplib enforces max_request_body for declared lengths only; a chunked
+  // body is measured here, once read.
+  if (req.body.size() > state->config->server.max_request_body) {
+    res.status = 413;
+    res.set_content(json_error_body(fmt::format("keyshim: request body of {} bytes exceeds max_request_body "
+                                                "({} bytes)",
+                                                req.body.size(), state->config->server.max_request_body),
+                                    "keyshim_refused", "request_too_large"),
+                    "application/json");
+    base_record.status = 413;
+    base_record.duration = since(started);
+    log_request(base_record);
+    return;
+  }
+
   auto exchange = std::make_shared<Exchange>();
   exchange->update_record([&](RequestRecord& r) { r = base_record; });
   auto job = std::make_shared<UpstreamJob>(state, std::move(forwarded), *exchange, m_clients);

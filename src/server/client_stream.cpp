@@ -80,7 +80,12 @@ bool ClientStream::is_writable() const {
   return n > 0 && (p.revents & POLLOUT) && !(p.revents & (POLLERR | POLLHUP | POLLNVAL));
 }
 
+void ClientStream::limit_body(std::uint64_t budget) { m_budget = budget; }
+
 ssize_t ClientStream::read(char* ptr, size_t size) {
+  if (m_budget == 0) {
+    return -1;
+  }
   if (m_offset == m_buffer.size()) {
     if (poll_readable(m_read_timeout) <= 0) {
       return -1;
@@ -90,9 +95,12 @@ ssize_t ClientStream::read(char* ptr, size_t size) {
       return n;
     }
   }
-  std::size_t n = std::min(size, m_buffer.size() - m_offset);
+  std::size_t n = std::min({size, m_buffer.size() - m_offset, static_cast<std::size_t>(std::min<std::uint64_t>(m_budget, SIZE_MAX))});
   std::memcpy(ptr, m_buffer.data() + m_offset, n);
   m_offset += n;
+  if (m_budget != UINT64_MAX) {
+    m_budget -= n;
+  }
   return static_cast<ssize_t>(n);
 }
 

@@ -7,6 +7,7 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 namespace keyshim::server {
@@ -34,6 +35,11 @@ public:
   enum class HeadRead { complete, closed, timeout, too_large };
   HeadRead read_head(std::size_t limit, std::chrono::milliseconds timeout, std::string_view& head);
 
+  // Bound what the request after the current head may read: httplib checks
+  // max_request_body for declared lengths but not for chunked bodies, which
+  // it would buffer without limit. Reads past the budget fail.
+  void limit_body(std::uint64_t budget);
+
   // True when the peer has closed or reset the connection. Never blocks.
   bool peer_closed() const;
 
@@ -51,6 +57,7 @@ private:
   std::chrono::milliseconds m_write_timeout;
   std::string m_buffer;
   std::size_t m_offset = 0;
+  std::uint64_t m_budget = UINT64_MAX; // bytes read() may still return
 };
 
 template <typename StopFn>

@@ -98,6 +98,8 @@ bool LoopbackServer::process_and_close_socket(socket_t sock) {
       ok = refuse_head(stream, verdict.status, verdict.message);
       break;
     }
+    // The head plus the largest body, plus room for chunk framing.
+    stream.limit_body(head.size() + head_limits.max_body_bytes + head_limits.max_body_bytes / 8 + 64 * 1024);
     bool last = served + 1 == m_limits.keep_alive_requests || stopping();
     bool connection_closed = false;
     ok = process_request(stream, last, connection_closed, nullptr);

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -63,6 +65,9 @@ void ShimServer::publish(std::shared_ptr<const relay::PoolState> state) {
     m_http.set_payload_max_length(static_cast<std::size_t>(limits.max_body_bytes));
   }
   m_http.set_head_limits(limits);
+  if (state->config) {
+    ++m_generation;
+  }
   std::lock_guard lock(m_state_mutex);
   m_state = std::move(state);
 }
@@ -210,8 +215,9 @@ httplib::Server::HandlerResponse ShimServer::guard_and_serve_own(const httplib::
   if (req.path == "/status" && req.method == "GET") {
     std::vector<pool::KeySnapshot> keys = current->pool ? current->pool->snapshot() : std::vector<pool::KeySnapshot>{};
     pool::Counts counts = current->pool ? current->pool->counts() : pool::Counts{};
-    answer_json(res, 200,
-                status_json(keys, counts, util::system_clock().now(), m_options.config_path, current->problem));
+    InstanceInfo info{static_cast<long>(::getpid()), m_generation.load(), m_options.config_path,
+                      current->problem, m_listen.text()};
+    answer_json(res, 200, status_json(keys, counts, util::system_clock().now(), info));
     return HR::Handled;
   }
   return HR::Unhandled;

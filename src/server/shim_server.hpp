@@ -7,6 +7,7 @@
 #include "relay/relay.hpp"
 #include "server/loopback_server.hpp"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -64,6 +65,7 @@ private:
   std::shared_ptr<const relay::PoolState> m_state;
   config::ListenAddress m_listen;
   int m_port = 0;
+  std::atomic<int> m_generation{0}; // successful loads, shown in /status
 };
 
 // Log the key table: label, fingerprint, upstream.

@@ -34,10 +34,11 @@ std::string health_json(const pool::Counts& counts) {
 }
 
 std::string status_json(const std::vector<pool::KeySnapshot>& keys, const pool::Counts& counts,
-                        util::TimePoint now, const std::string& config_path, const std::string& problem) {
-  std::string out = fmt::format(R"({{"version":{},"config":{},"problem":{},"totals":{},"keys":[)",
-                                quoted(k_version), quoted(config_path),
-                                problem.empty() ? "null" : quoted(problem), counts_json(counts));
+                        util::TimePoint now, const InstanceInfo& info) {
+  std::string out = fmt::format(
+      R"({{"version":{},"pid":{},"generation":{},"listen":{},"config":{},"problem":{},"totals":{},"keys":[)",
+      quoted(k_version), info.pid, info.generation, quoted(info.listen), quoted(info.config_path),
+      info.problem.empty() ? "null" : quoted(info.problem), counts_json(counts));
   bool first = true;
   for (const pool::KeySnapshot& key : keys) {
     const pool::KeyHealth& h = key.health;

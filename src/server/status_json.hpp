@@ -12,10 +12,20 @@ namespace keyshim::server {
 // "unavailable" when no key is available.
 std::string health_json(const pool::Counts& counts);
 
-// {"version":..,"config":..,"problem":..,"totals":{..},"keys":[{label, fingerprint,
-// upstream, state, until, resumes_in_ms, reason, ok, err, last_status, in_flight}]}
+// What /status reports besides the keys.
+struct InstanceInfo {
+  long pid = 0;            // lets `keyshim reload` signal the instance it talked to
+  int generation = 0;      // successful loads of the pool file, for reload to confirm
+  std::string config_path;
+  std::string problem;     // why the pool file is unusable, "" when it is fine
+  std::string listen;      // "127.0.0.1:8787"
+};
+
+// {"version":..,"pid":..,"generation":..,"listen":..,"config":..,"problem":..,
+//  "totals":{..},"keys":[{label, fingerprint, upstream, state, until,
+//  resumes_in_ms, reason, ok, err, last_status, in_flight}]}
 std::string status_json(const std::vector<pool::KeySnapshot>& keys, const pool::Counts& counts,
-                        util::TimePoint now, const std::string& config_path, const std::string& problem);
+                        util::TimePoint now, const InstanceInfo& info);
 
 // "2026-11-29T21:40:01Z".
 std::string rfc3339_utc(util::TimePoint t);

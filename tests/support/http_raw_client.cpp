@@ -100,6 +100,16 @@ bool RawConnection::read_to_close(std::chrono::milliseconds timeout) {
   }
 }
 
+bool RawConnection::read_response(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!parse_response(m_received).complete) {
+    if (read_some(m_fd, m_received, deadline) <= 0) {
+      return parse_response(m_received).complete;
+    }
+  }
+  return true;
+}
+
 std::string RawResponse::header(const std::string& name) const {
   std::string lower_head = head;
   std::string lower_name = name;

@@ -20,6 +20,8 @@ public:
   bool read_until(const std::string& needle, std::chrono::milliseconds timeout = 10s);
   // Read until the server closes the connection; false on timeout.
   bool read_to_close(std::chrono::milliseconds timeout = 10s);
+  // Read until one whole response (by its framing) has arrived, or close/timeout.
+  bool read_response(std::chrono::milliseconds timeout = 10s);
   // Close our side now (a client that gives up).
   void close();
 
