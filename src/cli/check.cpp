@@ -1,10 +1,71 @@
+// keyshim check: load the pool file exactly as serve would, and either list
+// every problem or print the key table. Exit 0 means serve would use it.
 #include "cli/commands.hpp"
+#include "config/loader.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
 
 namespace keyshim::cli {
+namespace {
+
+using Row = std::array<std::string, 5>;
+
+// Labels and fingerprints only: key material has no printable form.
+void print_key_table(const config::Config& config) {
+  std::vector<Row> rows = {{"LABEL", "FINGERPRINT", "UPSTREAM", "AUTH", "SOURCE"}};
+  for (const config::KeyConfig& key : config.keys) {
+    rows.push_back({key.label, key.secret.fingerprint(), key.base_url.text(), key.auth.text(),
+                    key.source});
+  }
+  std::array<std::size_t, 5> widths{};
+  for (const Row& row : rows) {
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      widths[i] = std::max(widths[i], row[i].size());
+    }
+  }
+  for (const Row& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += i + 1 < row.size() ? fmt::format("{:<{}}  ", row[i], widths[i]) : row[i];
+    }
+    fmt::print("{}\n", line);
+  }
+}
+
+int run_check(const std::string& path) {
+  config::LoadResult result = config::load_pool_file(path);
+  if (!result.ok()) {
+    for (const config::Problem& problem : result.problems) {
+      fmt::print(stderr, "{}\n", problem.text());
+    }
+    std::size_t count = result.problems.size();
+    fmt::print(stderr, "keyshim: {}: {} problem{}; keyshim would not use this file\n", path, count,
+               count == 1 ? "" : "s");
+    return 1;
+  }
+  const config::Config& config = *result.config;
+  print_key_table(config);
+  std::size_t count = config.keys.size();
+  fmt::print("\n{}: ok: {} key{}, strategy {}, listen {}\n", path, count, count == 1 ? "" : "s",
+             config::to_string(config.upstream.strategy), config.server.listen.text());
+  return 0;
+}
+
+} // namespace
 
 Subcommand add_check(CLI::App& parent) {
-  CLI::App* app = parent.add_subcommand("check", "not yet implemented");
-  return {app, [] { return 1; }};
+  auto path = std::make_shared<std::string>();
+  CLI::App* app = parent.add_subcommand(
+      "check", "validate the pool file (syntax, settings, permissions, key sources) and print its "
+               "key table; exit 0 if serve would use it, 1 if not");
+  add_config_option(*app, *path);
+  return {app, [path] { return run_check(resolve_config_path(*path)); }};
 }
 
 } // namespace keyshim::cli

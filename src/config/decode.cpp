@@ -1,0 +1,233 @@
+#include "config/decode.hpp"
+
+#include "config/value_parsers.hpp"
+#include "config/text_helpers.hpp"
+#include "util/duration.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+namespace keyshim::config {
+namespace {
+
+Decoded fail(std::string error) { return {std::nullopt, std::move(error)}; }
+Decoded ok(SettingValue value) { return {std::move(value), ""}; }
+
+Decoded wrong_type(const toml::node& node, std::string_view expected) {
+  return fail(fmt::format("must be {}, not {}", expected, describe_node_type(node)));
+}
+
+// Why `value` is outside the setting's bounds, or "" when it is inside.
+std::string bounds_problem(const Setting& setting, std::int64_t value, std::string_view shown_min,
+                           std::string_view shown_max) {
+  if (value < setting.min) {
+    return fmt::format("must be at least {}", shown_min);
+  }
+  if (value > setting.max) {
+    return fmt::format("must be at most {}", shown_max);
+  }
+  return "";
+}
+
+Decoded decode_duration(const Setting& setting, const toml::node& node) {
+  constexpr std::string_view k_expected = "a duration like \"250ms\", \"10s\", \"5m\", \"1h\" or whole seconds";
+  std::chrono::milliseconds value{};
+  if (const auto* seconds = node.as_integer()) {
+    if (seconds->get() < 0 || seconds->get() > setting.max / 1000) {
+      return fail(bounds_problem(setting, seconds->get() < 0 ? -1 : setting.max + 1,
+                                 util::format_duration(milliseconds(setting.min)),
+                                 util::format_duration(milliseconds(setting.max))));
+    }
+    value = std::chrono::seconds(seconds->get());
+  } else if (const auto* text = node.as_string()) {
+    auto parsed = util::parse_duration(text->get());
+    if (!parsed) {
+      return fail(fmt::format("must be {}, not \"{}\"", k_expected, text->get()));
+    }
+    value = *parsed;
+  } else {
+    return wrong_type(node, k_expected);
+  }
+  std::string problem = bounds_problem(setting, value.count(),
+                                       util::format_duration(milliseconds(setting.min)),
+                                       util::format_duration(milliseconds(setting.max)));
+  return problem.empty() ? ok(value) : fail(problem);
+}
+
+Decoded decode_size(const Setting& setting, const toml::node& node) {
+  constexpr std::string_view k_expected = "a size in bytes, or a string like \"512KiB\", \"64MiB\", \"1GiB\"";
+  std::uint64_t bytes = 0;
+  if (const auto* number = node.as_integer()) {
+    if (number->get() < 0) {
+      return fail(fmt::format("must be at least {} bytes", setting.min));
+    }
+    bytes = static_cast<std::uint64_t>(number->get());
+  } else if (const auto* text = node.as_string()) {
+    auto parsed = parse_size(text->get());
+    if (!parsed) {
+      return fail(fmt::format("must be {}, not \"{}\"", k_expected, text->get()));
+    }
+    bytes = *parsed;
+  } else {
+    return wrong_type(node, k_expected);
+  }
+  if (bytes < static_cast<std::uint64_t>(setting.min)) {
+    return fail(fmt::format("must be at least {} bytes", setting.min));
+  }
+  return ok(bytes);
+}
+
+Decoded decode_integer(const Setting& setting, const toml::node& node) {
+  const auto* number = node.as_integer();
+  if (!number) {
+    return wrong_type(node, "an integer");
+  }
+  std::string problem = bounds_problem(setting, number->get(), std::to_string(setting.min),
+                                       std::to_string(setting.max));
+  return problem.empty() ? ok(number->get()) : fail(problem);
+}
+
+Decoded decode_string_list(const toml::node& node, bool is_command) {
+  const auto* array = node.as_array();
+  std::string_view expected = is_command ? "an array of strings like [\"pass\", \"show\", \"openai\"]"
+                                         : "an array of strings";
+  if (!array) {
+    return wrong_type(node, expected);
+  }
+  std::vector<std::string> items;
+  for (const toml::node& item : *array) {
+    const auto* text = item.as_string();
+    if (!text) {
+      return fail(fmt::format("must be {}; item {} is {}", expected, items.size() + 1,
+                              describe_node_type(item)));
+    }
+    if (is_command && text->get().empty()) {
+      return fail(fmt::format("has an empty item {}", items.size() + 1));
+    }
+    items.push_back(text->get());
+  }
+  if (is_command && items.empty()) {
+    return fail("is empty; give the command and its arguments, like [\"pass\", \"show\", \"openai\"]");
+  }
+  return ok(std::move(items));
+}
+
+Decoded decode_file(const toml::node& node, const std::string& base_dir) {
+  const auto* text = node.as_string();
+  if (!text || text->get().empty()) {
+    return text ? fail("is empty; give the path of a PEM file") : wrong_type(node, "a file path");
+  }
+  std::filesystem::path path(text->get());
+  if (path.is_relative() && !base_dir.empty()) {
+    path = std::filesystem::path(base_dir) / path;
+  }
+  std::ifstream in(path);
+  if (!in) {
+    return fail(fmt::format("names \"{}\", which cannot be read: {}", path.string(),
+                            errno_text(errno)));
+  }
+  return ok(path.string());
+}
+
+bool is_env_name(const std::string& name) {
+  static const std::regex k_name("[A-Za-z_][A-Za-z0-9_]*");
+  return std::regex_match(name, k_name);
+}
+
+Decoded decode_string_kind(const Setting& setting, const std::string& text) {
+  std::string error;
+  switch (setting.type) {
+  case SettingType::listen:
+    if (auto address = parse_listen_address(text, error)) {
+      return ok(*address);
+    }
+    return fail(error);
+  case SettingType::url:
+    if (auto url = parse_upstream_url(text, error)) {
+      return ok(*url);
+    }
+    return fail(error);
+  case SettingType::auth:
+    if (auto auth = parse_auth(text, error)) {
+      return ok(*auth);
+    }
+    return fail(error);
+  case SettingType::strategy:
+    if (auto strategy = parse_strategy(text, error)) {
+      return ok(*strategy);
+    }
+    return fail(error);
+  case SettingType::secret:
+    if (std::string problem = key_material_problem(text); !problem.empty()) {
+      return fail(problem);
+    }
+    return ok(util::Secret(text));
+  case SettingType::env_name:
+    // Checked before use so that a key pasted here by mistake is never echoed
+    // back as "the variable sk-... is not set".
+    if (!is_env_name(text)) {
+      return fail("is not an environment variable name (letters, digits and _); to give the key "
+                  "itself, use \"key\"");
+    }
+    return ok(text);
+  case SettingType::label:
+    if (std::string problem = label_problem(text); !problem.empty()) {
+      return fail(problem);
+    }
+    return ok(text);
+  default:
+    return ok(text);
+  }
+}
+
+} // namespace
+
+std::string describe_node_type(const toml::node& node) {
+  switch (node.type()) {
+  case toml::node_type::string:
+    return "a string";
+  case toml::node_type::integer:
+    return "an integer";
+  case toml::node_type::floating_point:
+    return "a float";
+  case toml::node_type::boolean:
+    return "a boolean";
+  case toml::node_type::array:
+    return "an array";
+  case toml::node_type::table:
+    return "a table";
+  default:
+    return "a date or time";
+  }
+}
+
+Decoded decode_setting(const Setting& setting, const toml::node& node, const std::string& base_dir) {
+  switch (setting.type) {
+  case SettingType::duration:
+    return decode_duration(setting, node);
+  case SettingType::size:
+    return decode_size(setting, node);
+  case SettingType::integer:
+    return decode_integer(setting, node);
+  case SettingType::string_list:
+    return decode_string_list(node, false);
+  case SettingType::command:
+    return decode_string_list(node, true);
+  case SettingType::file:
+    return decode_file(node, base_dir);
+  default:
+    break;
+  }
+  const auto* text = node.as_string();
+  if (!text) {
+    return wrong_type(node, "a string");
+  }
+  return decode_string_kind(setting, text->get());
+}
+
+} // namespace keyshim::config

@@ -1,0 +1,146 @@
+// `keyshim check` run as a black box: exit 0 if serve would use the file, 1
+// with FILE:LINE:COL messages if not, and never a key byte in the output.
+#include "support/run_binary.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+using keyshim::test::RunOptions;
+using keyshim::test::RunResult;
+using keyshim::test::TempDir;
+
+namespace {
+
+constexpr const char* k_key_1 = "sk-cli-check-key-one-0001";
+constexpr const char* k_key_2 = "sk-cli-check-key-two-0002";
+
+const std::string k_good = std::string(R"([upstream]
+strategy = "round-robin"
+
+[[keys]]
+label = "personal"
+key = ")") + k_key_1 + R"("
+
+[[keys]]
+label = "team"
+key_env = "KEYSHIM_CLI_TEAM_KEY"
+base_url = "https://api.anthropic.com"
+auth = "x-api-key"
+)";
+
+RunResult check(const std::string& path, RunOptions options = {}) {
+  options.env.emplace_back("KEYSHIM_CLI_TEAM_KEY", k_key_2);
+  return keyshim::test::run_binary({KEYSHIM_BINARY, "check", "-c", path}, options);
+}
+
+void expect_no_key_material(const RunResult& result) {
+  EXPECT_EQ(result.all_output().find(k_key_1), std::string::npos) << result.all_output();
+  EXPECT_EQ(result.all_output().find(k_key_2), std::string::npos) << result.all_output();
+  EXPECT_EQ(result.all_output().find("cli-check-key"), std::string::npos) << result.all_output();
+}
+
+} // namespace
+
+TEST(CheckCommand, GoodFilePrintsTheKeyTableAndExitsZero) {
+  TempDir temp;
+  std::string path = temp.write("keys.toml", k_good);
+  RunResult result = check(path);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.err, "");
+  EXPECT_NE(result.out.find("LABEL"), std::string::npos);
+  EXPECT_NE(result.out.find("FINGERPRINT"), std::string::npos);
+  EXPECT_NE(result.out.find("personal"), std::string::npos);
+  EXPECT_NE(result.out.find("sk-c~"), std::string::npos);
+  EXPECT_NE(result.out.find("https://api.anthropic.com"), std::string::npos);
+  EXPECT_NE(result.out.find("x-api-key"), std::string::npos);
+  EXPECT_NE(result.out.find("key_env KEYSHIM_CLI_TEAM_KEY"), std::string::npos);
+  EXPECT_NE(result.out.find(path + ": ok: 2 keys, strategy round-robin, listen 127.0.0.1:8787"),
+            std::string::npos)
+      << result.out;
+  expect_no_key_material(result);
+}
+
+TEST(CheckCommand, BadFileListsEveryProblemWithPositionsAndExitsOne) {
+  TempDir temp;
+  std::string path = temp.write("keys.toml", "[server]\nlisten = \"0.0.0.0:1\"\nlistn = 1\n"
+                                             "[[keys]]\nkey = \"sk-cli-check-key-one-0001\"\n"
+                                             "[[keys]]\nkey = \"sk-cli-check-key-one-0001\"\n");
+  RunResult result = check(path);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.out, "");
+  EXPECT_NE(result.err.find(path + ":2:10: server: \"listen\" must be a loopback address"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find(path + ":3:1: server: unknown setting \"listn\"; did you mean \"listen\"?"),
+            std::string::npos);
+  EXPECT_NE(result.err.find(path + ":6:1: keys[2]: same key as keys[1]"), std::string::npos);
+  EXPECT_NE(result.err.find("3 problems"), std::string::npos);
+  expect_no_key_material(result);
+}
+
+TEST(CheckCommand, TooOpenFileIsRefusedWithTheChmodFix) {
+  TempDir temp;
+  std::string path = temp.write("keys.toml", k_good, 0644);
+  RunResult result = check(path);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find(path + ": permissions 0644 are too open: other users can read your API "
+                                   "keys. Run: chmod 600 " + path),
+            std::string::npos)
+      << result.err;
+  expect_no_key_material(result);
+}
+
+TEST(CheckCommand, MissingFileSuggestsInit) {
+  TempDir temp;
+  std::string path = temp.path() + "/keys.toml";
+  RunResult result = check(path);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("keyshim init -c " + path), std::string::npos) << result.err;
+}
+
+TEST(CheckCommand, UnsetKeyEnvIsNamedButNothingElseLeaks) {
+  TempDir temp;
+  std::string path = temp.write("keys.toml", k_good);
+  RunOptions options;
+  options.unset_env = {"KEYSHIM_CLI_TEAM_KEY"};
+  RunResult result = keyshim::test::run_binary({KEYSHIM_BINARY, "check", "-c", path}, options);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find(":10:11: keys[2]: \"key_env\" names KEYSHIM_CLI_TEAM_KEY, which is not set"),
+            std::string::npos)
+      << result.err;
+  expect_no_key_material(result);
+}
+
+TEST(CheckCommand, ReadsKeyshimConfigWhenNoFileIsGiven) {
+  TempDir temp;
+  std::string path = temp.write("elsewhere.toml", k_good);
+  RunOptions options;
+  options.env = {{"KEYSHIM_CONFIG", path}, {"KEYSHIM_CLI_TEAM_KEY", k_key_2}};
+  RunResult result = keyshim::test::run_binary({KEYSHIM_BINARY, "check"}, options);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find(path + ": ok"), std::string::npos);
+}
+
+TEST(CheckCommand, FallsBackToXdgConfigHome) {
+  TempDir temp;
+  temp.write("keyshim/keys.toml", k_good);
+  RunOptions options;
+  options.unset_env = {"KEYSHIM_CONFIG"};
+  options.env = {{"XDG_CONFIG_HOME", temp.path()}, {"KEYSHIM_CLI_TEAM_KEY", k_key_2}};
+  RunResult result = keyshim::test::run_binary({KEYSHIM_BINARY, "check"}, options);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find(temp.path() + "/keyshim/keys.toml: ok"), std::string::npos);
+}
+
+TEST(CheckCommand, ShippedExampleFilePasses) {
+  TempDir temp;
+  std::string example = keyshim::test::read_file(std::string(KEYSHIM_SOURCE_DIR) + "/keys.example.toml");
+  ASSERT_FALSE(example.empty());
+  std::string path = temp.write("keys.toml", example);
+  RunOptions options;
+  options.env = {{"KEYSHIM_EXAMPLE_TEAM_KEY", "sk-example-team-key"}};
+  RunResult result = keyshim::test::run_binary({KEYSHIM_BINARY, "check", "-c", path}, options);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("ok: 4 keys"), std::string::npos) << result.out;
+  EXPECT_EQ(result.all_output().find("sk-example-not-a-real-key"), std::string::npos);
+}
