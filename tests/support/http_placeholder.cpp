@@ -1,2 +1,0 @@
-// placeholder until the fake upstream lands
-namespace keyshim::test {}
