@@ -1,0 +1,96 @@
+#include "server/request_guard.hpp"
+#include "server/request_head.hpp"
+#include "server/status_json.hpp"
+
+#include <gtest/gtest.h>
+
+namespace keyshim::server {
+namespace {
+
+TEST(RequestHead, FindsTheEndWithCrLfOrBareLf) {
+  EXPECT_EQ(find_head_end("GET / HTTP/1.1\r\nHost: a\r\n\r\nbody"), 27u);
+  EXPECT_EQ(find_head_end("GET / HTTP/1.1\nHost: a\n\nbody"), 24u);
+  EXPECT_EQ(find_head_end("GET / HTTP/1.1\r\nHost: a\r\n"), std::string_view::npos);
+}
+
+TEST(RequestHead, AcceptsAnOrdinaryHead) {
+  EXPECT_EQ(check_head("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n", {}).status, 0);
+  EXPECT_EQ(check_head("POST / HTTP/1.1\r\nContent-Length: 5\r\ncontent-length: 5\r\n\r\n", {}).status, 0);
+}
+
+TEST(RequestHead, RefusesAmbiguousOrOversizedInput) {
+  HeadLimits limits;
+  limits.max_body_bytes = 100;
+  EXPECT_EQ(check_head("POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", limits).status, 400);
+  EXPECT_EQ(check_head("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", limits).status, 400);
+  EXPECT_EQ(check_head("POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", limits).status, 400);
+  EXPECT_EQ(check_head("POST / HTTP/1.1\r\nContent-Length: 101\r\n\r\n", limits).status, 413);
+  EXPECT_EQ(check_head("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", limits).status, 501);
+  EXPECT_EQ(check_head("GET / HTTP/1.1\r\nX: a\r\n b\r\n\r\n", limits).status, 400);
+  EXPECT_EQ(check_head("GET / HTTP/1.1\r\nno colon here\r\n\r\n", limits).status, 400);
+  EXPECT_EQ(check_head("GET /" + std::string(9000, 'a') + " HTTP/1.1\r\n\r\n", limits).status, 414);
+  EXPECT_EQ(check_head("GET / HTTP/1.1\r\nX: " + std::string(9000, 'a') + "\r\n\r\n", limits).status, 431);
+}
+
+TEST(RequestHead, ErrorResponsesAreCompleteJson) {
+  std::string response = error_response(431, "too \"big\"");
+  EXPECT_EQ(response.rfind("HTTP/1.1 431 Request Header Fields Too Large\r\n", 0), 0u);
+  EXPECT_NE(response.find("Connection: close"), std::string::npos);
+  EXPECT_NE(response.find(R"(too \"big\")"), std::string::npos);
+}
+
+TEST(RequestGuard, LoopbackHostHeaders) {
+  for (const char* ok : {"", "localhost", "LocalHost:8787", "127.0.0.1", "127.255.0.1:1", "[::1]", "[::1]:8787"}) {
+    EXPECT_TRUE(is_loopback_host_header(ok)) << ok;
+  }
+  for (const char* bad : {"example.com", "127.0.0.1.example.com", "0x7f.1", "127.1", "[::2]", "[::1]x",
+                          "localhost:80a", "128.0.0.1", "[::ffff:127.0.0.1]"}) {
+    EXPECT_FALSE(is_loopback_host_header(bad)) << bad;
+  }
+}
+
+TEST(RequestGuard, OriginsMustBeListedExactly) {
+  std::vector<std::string> allowed = {"http://localhost:3000"};
+  EXPECT_TRUE(origin_allowed("http://localhost:3000", allowed));
+  EXPECT_FALSE(origin_allowed("http://localhost:3001", allowed));
+  EXPECT_FALSE(origin_allowed("null", allowed));
+  EXPECT_FALSE(origin_allowed("http://localhost:3000", {}));
+}
+
+TEST(RequestGuard, TokenIsAcceptedWhereverClientsPutTheirKey) {
+  util::Secret token("tok-123");
+  auto with = [](const char* name, const char* value) {
+    httplib::Request req;
+    req.headers.emplace(name, value);
+    return req;
+  };
+  EXPECT_TRUE(presents_token(with("Authorization", "Bearer tok-123"), token));
+  EXPECT_TRUE(presents_token(with("x-api-key", "tok-123"), token));
+  EXPECT_TRUE(presents_token(with("x-goog-api-key", "tok-123"), token));
+  EXPECT_TRUE(presents_token(with("api-key", "tok-123"), token));
+  EXPECT_FALSE(presents_token(with("Authorization", "Bearer tok-1234"), token));
+  EXPECT_FALSE(presents_token(httplib::Request{}, token));
+  httplib::Request query;
+  query.params.emplace("key", "tok-123");
+  EXPECT_TRUE(presents_token(query, token));
+}
+
+TEST(StatusJson, HealthSaysUnavailableWithoutAvailableKeys) {
+  EXPECT_EQ(health_json({2, 0, 1, 1}), R"({"status":"unavailable","keys":{"total":2,"available":0,"cooling":1,"disabled":1}})");
+}
+
+TEST(StatusJson, CoolingKeysCarryTheirEndAndReason) {
+  pool::KeySnapshot key{"team", "sk-t~12345678", "https://api.openai.com", {}};
+  util::TimePoint now = util::TimePoint(std::chrono::seconds(1'800'000'000));
+  key.health.state = pool::KeyState::cooling;
+  key.health.until = now + std::chrono::seconds(90);
+  key.health.reason = "429 Retry-After";
+  std::string json = status_json({key}, {1, 0, 1, 0}, now, InstanceInfo{42, 1, "/k.toml", "", "127.0.0.1:8787"});
+  EXPECT_NE(json.find(R"("state":"cooling","until":"2027-01-15T08:01:30Z","resumes_in_ms":90000,"reason":"429 Retry-After")"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find(R"("pid":42)"), std::string::npos);
+}
+
+} // namespace
+} // namespace keyshim::server
