@@ -48,8 +48,9 @@ struct ReadKey {
 // Reads one parsed document into a Config, collecting every problem.
 class PoolReader {
 public:
-  explicit PoolReader(std::string file)
-      : m_file(std::move(file)), m_base_dir(std::filesystem::path(m_file).parent_path().string()) {}
+  PoolReader(std::string file, SecretResolution secrets)
+      : m_file(std::move(file)), m_base_dir(std::filesystem::path(m_file).parent_path().string()),
+        m_secrets(secrets) {}
 
   LoadResult read(const toml::table& root);
 
@@ -73,6 +74,7 @@ private:
 
   std::string m_file;
   std::string m_base_dir;
+  SecretResolution m_secrets;
   Config m_config;
   std::vector<Problem> m_problems;
 };
@@ -243,6 +245,17 @@ std::optional<util::Secret> PoolReader::resolve_secret(const toml::table& table,
     source = "key";
     return std::move(entry.key);
   }
+  if (m_secrets == SecretResolution::skip) {
+    // A stand-in unique per source, so duplicate detection still works.
+    source = entry.key_env ? "key_env " + *entry.key_env : "key_cmd";
+    std::string stand_in = "unresolved:" + source;
+    if (entry.key_cmd) {
+      for (const std::string& arg : *entry.key_cmd) {
+        stand_in += " " + arg;
+      }
+    }
+    return util::Secret(stand_in);
+  }
   SecretOutcome outcome;
   if (entry.key_env) {
     source = "key_env " + *entry.key_env;
@@ -294,7 +307,7 @@ std::vector<Problem> PoolReader::sorted_problems() {
 
 } // namespace
 
-LoadResult load_pool_text(const std::string& text, const std::string& path) {
+LoadResult load_pool_text(const std::string& text, const std::string& path, SecretResolution secrets) {
   toml::table root;
   try {
     root = toml::parse(std::string_view(text), std::string_view(path));
@@ -304,15 +317,15 @@ LoadResult load_pool_text(const std::string& text, const std::string& path) {
             {{path, static_cast<int>(at.line), static_cast<int>(at.column),
               "invalid TOML: " + lowercase_first(std::string(error.description()))}}};
   }
-  return PoolReader(path).read(root);
+  return PoolReader(path, secrets).read(root);
 }
 
-LoadResult load_pool_file(const std::string& path) {
+LoadResult load_pool_file(const std::string& path, SecretResolution secrets) {
   FileRead read = read_private_file(path);
   if (!read.text) {
     return {std::nullopt, {{path, 0, 0, read.problem}}};
   }
-  return load_pool_text(*read.text, path);
+  return load_pool_text(*read.text, path, secrets);
 }
 
 } // namespace keyshim::config

@@ -29,11 +29,17 @@ struct LoadResult {
   std::string problems_text() const;
 };
 
+// Whether key_env/key_cmd are resolved. Commands that only need the file's
+// settings (env, status, reload) skip them: `eval "$(keyshim env)"` in a
+// shell profile must not run `pass` or prompt for a passphrase.
+enum class SecretResolution { resolve, skip };
+
 // Permission check, parse, validate, resolve key/key_env/key_cmd.
-LoadResult load_pool_file(const std::string& path);
+LoadResult load_pool_file(const std::string& path, SecretResolution secrets = SecretResolution::resolve);
 
 // Same, from text already in memory (tests, the demo's built-in pool). No
 // permission check; `path` is only used in messages.
-LoadResult load_pool_text(const std::string& text, const std::string& path);
+LoadResult load_pool_text(const std::string& text, const std::string& path,
+                          SecretResolution secrets = SecretResolution::resolve);
 
 } // namespace keyshim::config

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
 
 using namespace keyshim::config;
 using std::chrono::milliseconds;
@@ -281,3 +282,22 @@ TEST(LoadPool, MissingCaFileIsReported) {
             "keys.toml:2:11: upstream: \"ca_file\" names \"/nonexistent/ca.pem\", which cannot be "
             "read: no such file or directory");
 }
+
+namespace keyshim::config {
+namespace {
+
+TEST(LoaderSecrets, SkippingResolutionNeverRunsKeyCommandsOrReadsVariables) {
+  test::TempDir dir;
+  std::string marker = dir.path() + "/ran";
+  std::string text = "[[keys]]\nlabel = \"a\"\nkey_cmd = [\"/bin/sh\", \"-c\", \"touch " + marker +
+                     "; echo sk-from-cmd\"]\n[[keys]]\nlabel = \"b\"\nkey_env = \"KEYSHIM_TEST_SURELY_UNSET_VAR\"\n";
+  LoadResult skipped = load_pool_text(text, "keys.toml", SecretResolution::skip);
+  ASSERT_TRUE(skipped.ok()) << skipped.problems_text();
+  EXPECT_EQ(skipped.config->keys.size(), 2u);
+  EXPECT_TRUE(test::read_file(marker).empty() && !std::ifstream(marker).good()) << "key_cmd ran";
+  LoadResult resolved = load_pool_text(text, "keys.toml");
+  EXPECT_FALSE(resolved.ok()) << "the unset variable is a problem when resolving";
+}
+
+} // namespace
+} // namespace keyshim::config
