@@ -1,2 +1,0 @@
-// placeholder so the layer library is never empty
-namespace keyshim::service {}
