@@ -47,6 +47,11 @@ int run(int argc, char** argv) {
       add_serve(app),
       add_check(app),
       add_init(app),
+      add_service(app),
+      add_env(app),
+      add_status(app),
+      add_reload(app),
+      add_demo(app),
   };
 
   try {

@@ -15,6 +15,11 @@ struct Subcommand {
 Subcommand add_check(CLI::App& parent);
 Subcommand add_init(CLI::App& parent);
 Subcommand add_serve(CLI::App& parent);
+Subcommand add_service(CLI::App& parent);
+Subcommand add_env(CLI::App& parent);
+Subcommand add_status(CLI::App& parent);
+Subcommand add_reload(CLI::App& parent);
+Subcommand add_demo(CLI::App& parent);
 
 // Shared option helpers.
 // `-c,--config FILE`, documented with the default-location rules.

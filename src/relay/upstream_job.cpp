@@ -355,7 +355,10 @@ void UpstreamJob::apply_health(std::size_t index, const policy::Outcome& outcome
     break;
   case policy::HealthChange::disable:
     m_pool.record_disable(index, status, verdict.reason);
-    util::log_error("key {} disabled until reload: {}", label, verdict.reason);
+    // A reload keeps the health of unchanged keys, so only a new key (or a
+    // restart) brings this one back: retrying a revoked key helps nobody.
+    util::log_error("key {} disabled: {} (replace it in the pool file and run `keyshim reload`)", label,
+                    verdict.reason);
     break;
   case policy::HealthChange::none:
     m_pool.record_neutral(index, status);

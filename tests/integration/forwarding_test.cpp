@@ -5,6 +5,8 @@
 #include "support/log_capture.hpp"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <httplib.h>
 
 namespace keyshim::test {
@@ -91,7 +93,12 @@ INSTANTIATE_TEST_SUITE_P(Relay, AuthStyles,
                          ::testing::Values(AuthCase{"bearer", "Authorization", "Bearer ", "/v1/x?key=placeholder"},
                                            AuthCase{"x-api-key", "x-api-key", "", "/v1/x?key=placeholder"},
                                            AuthCase{"x-goog-api-key", "x-goog-api-key", "", "/v1/x"},
-                                           AuthCase{"api-key", "api-key", "", "/v1/x?key=placeholder"}));
+                                           AuthCase{"api-key", "api-key", "", "/v1/x?key=placeholder"}),
+                         [](const ::testing::TestParamInfo<AuthCase>& info) {
+                           std::string name = info.param.auth;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 TEST(Forwarding, QueryAuthReplacesTheClientsParameter) {
   FakeUpstream upstream;

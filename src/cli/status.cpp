@@ -1,0 +1,83 @@
+// keyshim status: ask a running instance for its key table with health, and
+// print it for a person (or, with --json, exactly as /status answered).
+#include "cli/commands.hpp"
+#include "cli/status_table.hpp"
+#include "config/loader.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace keyshim::cli {
+namespace {
+
+struct StatusFlags {
+  std::string config;
+  std::string listen;
+  bool json = false;
+};
+
+// The pool file gives the address and the client_token; --listen overrides
+// the address but the token still comes from the file when it can be read,
+// so `status --listen` works against an instance that requires one.
+InstanceAddress locate(const StatusFlags& flags) {
+  std::string path = resolve_config_path(flags.config);
+  config::LoadResult loaded = config::load_pool_file(path, config::SecretResolution::skip);
+  InstanceAddress instance;
+  if (loaded.ok()) {
+    instance = instance_of(*loaded.config);
+  }
+  if (!flags.listen.empty()) {
+    std::string error;
+    std::optional<config::ListenAddress> listen = config::parse_listen_address(flags.listen, error);
+    if (!listen) {
+      throw std::runtime_error(fmt::format("--listen {}: {}", flags.listen, error));
+    }
+    instance.listen = *listen;
+    return instance;
+  }
+  if (!loaded.ok()) {
+    // serve falls back to the same address when its file is unusable, so
+    // this still finds an instance started from a broken file.
+    std::string error;
+    instance.listen = *config::parse_listen_address(k_default_listen, error);
+    fmt::print(stderr,
+               "keyshim: {}: cannot use this pool file, so asking the default address {} (run "
+               "`keyshim check -c {}` to see why, or pass --listen)\n",
+               path, k_default_listen, path);
+  }
+  return instance;
+}
+
+int run_status(const StatusFlags& flags) {
+  StatusAnswer answer = fetch_status(locate(flags));
+  if (!answer.ok()) {
+    throw std::runtime_error(answer.error);
+  }
+  if (flags.json) {
+    fmt::print("{}\n", answer.body);
+    return 0;
+  }
+  fmt::print("{}\n{}", render_status_heading(*answer.json),
+             render_status_table(*answer.json, stdout_wants_colour()));
+  return 0;
+}
+
+} // namespace
+
+Subcommand add_status(CLI::App& parent) {
+  auto flags = std::make_shared<StatusFlags>();
+  CLI::App* app = parent.add_subcommand(
+      "status", "ask the running keyshim for its keys and their health; exit 0 when it answered "
+                "(whatever the keys' state), 1 when no keyshim answered or it refused");
+  add_config_option(*app, flags->config);
+  app->add_option("--listen", flags->listen,
+                  "ADDR:PORT of the instance to ask (default: the pool file's [server] listen, else " +
+                      std::string(k_default_listen) + ")");
+  app->add_flag("--json", flags->json, "print the /status answer as received, for scripts");
+  return {app, [flags] { return run_status(*flags); }};
+}
+
+} // namespace keyshim::cli

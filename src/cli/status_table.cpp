@@ -1,0 +1,233 @@
+#include "cli/status_table.hpp"
+
+#include "util/duration.hpp"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <vector>
+
+namespace keyshim::cli {
+namespace {
+
+constexpr const char* k_green = "\033[32m";
+constexpr const char* k_yellow = "\033[33m";
+constexpr const char* k_red = "\033[31m";
+constexpr const char* k_reset = "\033[0m";
+
+constexpr std::size_t k_columns = 9;
+using Row = std::array<std::string, k_columns>;
+constexpr std::size_t k_state_column = 2;
+
+// Labels come from the user's file and reasons partly from upstream answers:
+// neither may move the cursor or recolour the terminal.
+std::string printable(std::string text) {
+  for (char& c : text) {
+    auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      c = '?';
+    }
+  }
+  return text;
+}
+
+// The problem text spans lines (one per problem in the file): keep them,
+// indented under "problem:".
+std::string printable_lines(std::string text) {
+  while (!text.empty() && text.back() == '\n') {
+    text.pop_back();
+  }
+  std::string out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = std::min(text.find('\n', start), text.size());
+    out += (start == 0 ? "" : "\n  ") + printable(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string string_or_dash(const util::Json& object, std::string_view name) {
+  std::optional<std::string> value = object.string_at(name);
+  return value && !value->empty() ? printable(*value) : "-";
+}
+
+std::string integer_or_dash(const util::Json& object, std::string_view name) {
+  const util::Json* value = object.find(name);
+  return value && value->is_number() ? std::to_string(json_integer(object, name)) : "-";
+}
+
+Row key_row(const util::Json& key) {
+  std::string state = string_or_dash(key, "state");
+  std::string resumes_in = "-";
+  if (state == "cooling") {
+    resumes_in = util::format_duration(std::chrono::milliseconds(json_integer(key, "resumes_in_ms")));
+  }
+  return {string_or_dash(key, "label"),
+          string_or_dash(key, "fingerprint"),
+          state,
+          resumes_in,
+          string_or_dash(key, "reason"),
+          integer_or_dash(key, "ok"),
+          integer_or_dash(key, "err"),
+          integer_or_dash(key, "last_status"),
+          integer_or_dash(key, "in_flight")};
+}
+
+const char* state_colour(const std::string& state) {
+  if (state == "available") {
+    return k_green;
+  }
+  if (state == "cooling") {
+    return k_yellow;
+  }
+  return state == "disabled" ? k_red : nullptr;
+}
+
+// Columns padded by the width of their text; colour codes wrap the state
+// word only, so they never count toward a width.
+std::string render_rows(const std::vector<Row>& rows, bool colour) {
+  std::array<std::size_t, k_columns> widths{};
+  for (const Row& row : rows) {
+    for (std::size_t i = 0; i < k_columns; ++i) {
+      widths[i] = std::max(widths[i], row[i].size());
+    }
+  }
+  std::string out;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const Row& row = rows[r];
+    std::string line;
+    for (std::size_t i = 0; i < k_columns; ++i) {
+      const char* code = colour && r > 0 && i == k_state_column ? state_colour(row[i]) : nullptr;
+      line += code ? fmt::format("{}{}{}", code, row[i], k_reset) : row[i];
+      if (i + 1 < k_columns) {
+        line.append(widths[i] - row[i].size() + 2, ' ');
+      }
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string plural(long long n, const char* word) {
+  return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
+}
+
+StatusAnswer failure(StatusAnswer answer, std::string error) {
+  answer.error = std::move(error);
+  return answer;
+}
+
+} // namespace
+
+InstanceAddress instance_of(const config::Config& config) {
+  InstanceAddress instance;
+  instance.listen = config.server.listen;
+  if (config.server.client_token) {
+    instance.client_token = config.server.client_token->reveal();
+  }
+  instance.config_path = config.path;
+  return instance;
+}
+
+StatusAnswer fetch_status(const InstanceAddress& instance) {
+  StatusAnswer answer;
+  const std::string where = instance.listen.text();
+  httplib::Client client(instance.listen.host, instance.listen.port);
+  client.set_connection_timeout(2, 0);
+  client.set_read_timeout(5, 0);
+  client.set_write_timeout(5, 0);
+  httplib::Headers headers;
+  if (!instance.client_token.empty()) {
+    headers.emplace("Authorization", "Bearer " + instance.client_token);
+  }
+  httplib::Result result = client.Get("/status", headers);
+  if (!result) {
+    httplib::Error error = result.error();
+    if (error == httplib::Error::Connection || error == httplib::Error::ConnectionTimeout) {
+      return failure(answer, fmt::format("no keyshim answering on {} (start it with `keyshim serve` or "
+                                         "`keyshim service install`)",
+                                         where));
+    }
+    return failure(answer, fmt::format("{} accepted the connection but did not answer GET /status "
+                                       "({}); is it a keyshim, and is it stuck?",
+                                       where, httplib::to_string(error)));
+  }
+  answer.http_status = result->status;
+  answer.body = result->body;
+  if (result->status == 401) {
+    if (instance.client_token.empty()) {
+      return failure(answer, fmt::format("{} requires a client_token for /status: pass -c with the pool "
+                                         "file it serves, which sets client_token",
+                                         where));
+    }
+    return failure(answer, fmt::format("{} refused the client_token from {}: the running instance was "
+                                       "started with a different one (run `keyshim reload` after "
+                                       "editing the file, or pass -c with the file it serves)",
+                                       where, instance.config_path));
+  }
+  if (result->status != 200) {
+    return failure(
+        answer, fmt::format("{} answered GET /status with HTTP {}: is it a keyshim?", where, result->status));
+  }
+  std::optional<util::Json> json = util::parse_json(result->body);
+  if (!json || !json->is_object() || !json->find("keys") || !json->find("keys")->is_array()) {
+    return failure(answer, fmt::format("{} answered GET /status with something that is not keyshim's "
+                                       "status: is another program on that port?",
+                                       where));
+  }
+  answer.json = std::move(json);
+  return answer;
+}
+
+long long json_integer(const util::Json& object, std::string_view name, long long fallback) {
+  const util::Json* value = object.find(name);
+  if (!value || !value->is_number()) {
+    return fallback;
+  }
+  return std::llround(value->as_number());
+}
+
+std::string render_status_heading(const util::Json& status) {
+  return fmt::format("keyshim {} on {}, pid {}, pool file {}\n", string_or_dash(status, "version"),
+                     string_or_dash(status, "listen"), json_integer(status, "pid"),
+                     string_or_dash(status, "config"));
+}
+
+std::string render_status_table(const util::Json& status, bool colour) {
+  std::string out;
+  const util::Json* keys = status.find("keys");
+  if (keys && !keys->items().empty()) {
+    std::vector<Row> rows = {
+        {"LABEL", "FINGERPRINT", "STATE", "RESUMES IN", "REASON", "OK", "ERR", "LAST", "IN FLIGHT"}};
+    for (const util::Json& key : keys->items()) {
+      rows.push_back(key_row(key));
+    }
+    out += render_rows(rows, colour);
+  }
+  static const util::Json k_no_totals;
+  const util::Json* totals = status.find("totals");
+  const util::Json& t = totals ? *totals : k_no_totals;
+  out += fmt::format("{}: {} available, {} cooling, {} disabled\n", plural(json_integer(t, "total"), "key"),
+                     json_integer(t, "available"), json_integer(t, "cooling"), json_integer(t, "disabled"));
+  std::optional<std::string> problem = status.string_at("problem");
+  if (problem && !problem->empty()) {
+    out += colour ? fmt::format("{}problem:{} {}\n", k_red, k_reset, printable_lines(*problem))
+                  : fmt::format("problem: {}\n", printable_lines(*problem));
+  }
+  return out;
+}
+
+bool stdout_wants_colour() {
+  const char* no_colour = std::getenv("NO_COLOR");
+  bool opted_out = no_colour != nullptr && *no_colour != '\0';
+  return !opted_out && ::isatty(STDOUT_FILENO) == 1;
+}
+
+} // namespace keyshim::cli

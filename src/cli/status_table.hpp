@@ -1,0 +1,55 @@
+#pragma once
+// Asking a running keyshim how its keys are doing: where to find it, its
+// GET /status answer, and that answer rendered as the table `keyshim status`
+// and `keyshim demo` print. Shared by status, reload and demo.
+#include "config/config.hpp"
+#include "util/json.hpp"
+
+#include <optional>
+#include <string>
+
+namespace keyshim::cli {
+
+// What serve listens on when its pool file is unusable (serve does the same).
+inline constexpr const char* k_default_listen = "127.0.0.1:8787";
+
+// Where a running keyshim should be and the credential it wants.
+struct InstanceAddress {
+  config::ListenAddress listen;
+  std::string client_token; // "" when the pool file sets none or could not be read
+  std::string config_path;  // the file the address and token came from, "" for none
+};
+
+// The address and client_token of the instance serving `config`.
+InstanceAddress instance_of(const config::Config& config);
+
+// A GET /status answer, or why there is none.
+struct StatusAnswer {
+  int http_status = 0;            // 0 when nothing answered
+  std::string body;               // as received
+  std::optional<util::Json> json; // set when the body is keyshim's status object
+  std::string error;              // "" when `json` is usable; else the message for the user
+
+  bool ok() const { return error.empty(); }
+};
+
+// GET /status (2 s to connect, 5 s to read), presenting the client_token.
+// Every failure is a value whose `error` names the address and the fix.
+StatusAnswer fetch_status(const InstanceAddress& instance);
+
+// A whole-number member of `object` (JSON numbers are doubles), `fallback`
+// when absent or not a number.
+long long json_integer(const util::Json& object, std::string_view name, long long fallback = 0);
+
+// "keyshim 0.1.0 on 127.0.0.1:8787, pid 4242, pool file /home/u/.config/keyshim/keys.toml".
+std::string render_status_heading(const util::Json& status);
+
+// The key table (LABEL, FINGERPRINT, STATE, RESUMES IN, REASON, OK, ERR,
+// LAST, IN FLIGHT), the totals line and, when the pool file is unusable, the
+// problem line. States are coloured with ANSI codes only when `colour`.
+std::string render_status_table(const util::Json& status, bool colour);
+
+// True when stdout is a terminal and NO_COLOR is unset (https://no-color.org).
+bool stdout_wants_colour();
+
+} // namespace keyshim::cli

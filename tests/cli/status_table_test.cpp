@@ -1,0 +1,108 @@
+// The table `keyshim status` and `keyshim demo` print, rendered from /status
+// answers written the way the server writes them.
+#include "cli/status_table.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+using keyshim::cli::render_status_heading;
+using keyshim::cli::render_status_table;
+
+namespace {
+
+// One key of each state; "resumes_in_ms" 22'330'000 is 6h 12m 10s.
+constexpr const char* k_three_keys = R"({"version":"0.1.0","pid":4242,"generation":3,
+  "listen":"127.0.0.1:8787","config":"/home/u/.config/keyshim/keys.toml","problem":null,
+  "totals":{"total":3,"available":1,"cooling":1,"disabled":1},"keys":[
+  {"label":"personal","fingerprint":"sk-p~0123abcd","upstream":"https://api.openai.com","state":"available",
+   "until":null,"resumes_in_ms":0,"reason":null,"ok":41,"err":2,"last_status":200,"in_flight":1},
+  {"label":"team","fingerprint":"sk-t~89abcdef","upstream":"https://api.openai.com","state":"cooling",
+   "until":"2026-11-30T04:00:00Z","resumes_in_ms":22330000,"reason":"429 Retry-After","ok":7,"err":1,
+   "last_status":429,"in_flight":0},
+  {"label":"old","fingerprint":"sk-o~deadbeef","upstream":"https://api.openai.com","state":"disabled",
+   "until":null,"resumes_in_ms":0,"reason":"401 unauthorized","ok":0,"err":1,"last_status":401,"in_flight":0}]})";
+
+keyshim::util::Json parse(const std::string& text) {
+  std::optional<keyshim::util::Json> json = keyshim::util::parse_json(text);
+  EXPECT_TRUE(json.has_value()) << text;
+  return json.value_or(keyshim::util::Json{});
+}
+
+std::string strip_ansi(std::string text) {
+  std::size_t at = 0;
+  while ((at = text.find('\033', at)) != std::string::npos) {
+    text.erase(at, text.find('m', at) - at + 1);
+  }
+  return text;
+}
+
+} // namespace
+
+TEST(StatusTable, ShowsEveryKeyWithItsHealthAndTheTotals) {
+  std::string table = render_status_table(parse(k_three_keys), false);
+  EXPECT_EQ(table,
+            "LABEL     FINGERPRINT    STATE      RESUMES IN  REASON            OK  ERR  LAST  IN FLIGHT\n"
+            "personal  sk-p~0123abcd  available  -           -                 41  2    200   1\n"
+            "team      sk-t~89abcdef  cooling    6h 12m      429 Retry-After   7   1    429   0\n"
+            "old       sk-o~deadbeef  disabled   -           401 unauthorized  0   1    401   0\n"
+            "3 keys: 1 available, 1 cooling, 1 disabled\n");
+}
+
+TEST(StatusTable, ShortCooldownsReadInSeconds) {
+  std::string text = k_three_keys;
+  text.replace(text.find("22330000"), 8, "18400");
+  EXPECT_NE(render_status_table(parse(text), false).find("cooling    18s "), std::string::npos);
+}
+
+TEST(StatusTable, HeadingNamesTheInstance) {
+  EXPECT_EQ(render_status_heading(parse(k_three_keys)),
+            "keyshim 0.1.0 on 127.0.0.1:8787, pid 4242, pool file /home/u/.config/keyshim/keys.toml\n");
+}
+
+TEST(StatusTable, ColourWrapsOnlyTheStateWordsAndKeepsColumnsAligned) {
+  std::string plain = render_status_table(parse(k_three_keys), false);
+  std::string coloured = render_status_table(parse(k_three_keys), true);
+  EXPECT_EQ(plain.find('\033'), std::string::npos);
+  EXPECT_NE(coloured.find("\033[32mavailable\033[0m"), std::string::npos);
+  EXPECT_NE(coloured.find("\033[33mcooling\033[0m"), std::string::npos);
+  EXPECT_NE(coloured.find("\033[31mdisabled\033[0m"), std::string::npos);
+  EXPECT_EQ(strip_ansi(coloured), plain);
+}
+
+TEST(StatusTable, UnusablePoolFileShowsTotalsAndTheProblemWithoutATable) {
+  keyshim::util::Json status = parse(
+      R"({"pid":7,"generation":0,"problem":"keyshim cannot use its pool file: keys.toml:3:1: bad\nkeys.toml:4:1: worse\n",)"
+      R"("totals":{"total":0,"available":0,"cooling":0,"disabled":0},"keys":[]})");
+  EXPECT_EQ(render_status_table(status, false),
+            "0 keys: 0 available, 0 cooling, 0 disabled\n"
+            "problem: keyshim cannot use its pool file: keys.toml:3:1: bad\n"
+            "  keys.toml:4:1: worse\n");
+}
+
+TEST(StatusTable, NoProblemLineWhenTheFileIsFine) {
+  EXPECT_EQ(render_status_table(parse(k_three_keys), false).find("problem"), std::string::npos);
+}
+
+TEST(StatusTable, OneKeyIsSingular) {
+  keyshim::util::Json status =
+      parse(R"({"totals":{"total":1,"available":1,"cooling":0,"disabled":0},)"
+            R"("keys":[{"label":"solo","fingerprint":"sk-s~00000000",)"
+            R"("state":"available","ok":0,"err":0,"last_status":null,"in_flight":0}]})");
+  std::string table = render_status_table(status, false);
+  EXPECT_NE(table.find("\n1 key: 1 available"), std::string::npos) << table;
+  EXPECT_NE(table.find("solo   sk-s~00000000  available  -           -       0   0    -     0\n"),
+            std::string::npos)
+      << table;
+}
+
+TEST(StatusTable, ControlCharactersFromLabelsAndReasonsNeverReachTheTerminal) {
+  keyshim::util::Json status =
+      parse(R"({"totals":{"total":1,"available":0,"cooling":1,"disabled":0},)"
+            R"("keys":[{"label":"evil\u001b[2J","fingerprint":"sk-e~00000000",)"
+            R"("state":"cooling","resumes_in_ms":1000,"reason":"429 \u001b]0;x\u0007"}]})");
+  std::string table = render_status_table(status, false);
+  EXPECT_EQ(table.find('\033'), std::string::npos) << table;
+  EXPECT_EQ(table.find('\a'), std::string::npos) << table;
+  EXPECT_NE(table.find("evil?[2J"), std::string::npos) << table;
+}
