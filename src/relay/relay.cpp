@@ -130,34 +130,33 @@ void Relay::forward(std::shared_ptr<const PoolState> state, const httplib::Reque
     exchange->enforce_first_byte_deadline(settings.first_byte_timeout);
   }
 
-  if (phase == Phase::answered) {
+  // A whole response in hand (an answer, or a body that completed before we
+  // looked): sent with a Content-Length.
+  auto send_whole = [&](int status, const httplib::Headers& headers, std::string body) {
     exchange->join();
-    Answer answer = exchange->take_answer();
-    res.status = answer.status;
-    copy_headers(answer.headers, res);
-    res.body = std::move(answer.body);
+    res.status = status;
+    copy_headers(headers, res);
+    res.body = std::move(body);
     RequestRecord record = exchange->record();
-    record.status = answer.status;
+    record.status = status;
     record.bytes = res.body.size();
     record.duration = since(started);
     log_request(record);
+  };
+
+  if (phase == Phase::answered) {
+    Answer answer = exchange->take_answer();
+    send_whole(answer.status, answer.headers, std::move(answer.body));
     return;
   }
 
-  res.status = exchange->status();
   httplib::Headers headers = exchange->headers();
   if (exchange->complete_before(k_buffered_answer_limit)) {
     exchange->join();
-    Exchange::Pull all = exchange->pull(milliseconds(0));
-    copy_headers(headers, res);
-    res.body = std::move(all.bytes);
-    RequestRecord record = exchange->record();
-    record.status = res.status;
-    record.bytes = res.body.size();
-    record.duration = since(started);
-    log_request(record);
+    send_whole(exchange->status(), headers, exchange->pull(milliseconds(0)).bytes);
     return;
   }
+  res.status = exchange->status();
 
   std::string content_type;
   if (auto it = headers.find("Content-Type"); it != headers.end()) {

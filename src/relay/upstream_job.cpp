@@ -1,9 +1,8 @@
 #include "relay/upstream_job.hpp"
 
 #include "policy/sse_probe.hpp"
+#include "relay/answers.hpp"
 #include "relay/header_rules.hpp"
-#include "relay/json_error.hpp"
-#include "relay/redact.hpp"
 #include "util/duration.hpp"
 #include "util/log.hpp"
 
@@ -140,7 +139,7 @@ void UpstreamJob::run() {
     const policy::Verdict& verdict = result.verdict;
     apply_health(index, outcome, verdict);
     if (outcome.transport == policy::TransportFailure::none) {
-      last_error = response_answer(outcome);
+      last_error = upstream_error_answer(outcome, m_pool);
     }
     if (verdict.action == policy::Action::relay) {
       m_exchange.answer(std::move(*last_error));
@@ -159,7 +158,7 @@ void UpstreamJob::run() {
   }
   // Out of attempts or keys: the last upstream error is the most truthful
   // answer; with none (only transport failures), say what each key got.
-  m_exchange.answer(last_error ? std::move(*last_error) : unreachable_answer());
+  m_exchange.answer(last_error ? std::move(*last_error) : unreachable_answer(m_tried));
 }
 
 httplib::Request UpstreamJob::upstream_request(const config::KeyConfig& key) const {
@@ -364,52 +363,6 @@ void UpstreamJob::apply_health(std::size_t index, const policy::Outcome& outcome
     m_pool.record_neutral(index, status);
     break;
   }
-}
-
-Answer UpstreamJob::response_answer(const policy::Outcome& outcome) const {
-  Answer answer;
-  answer.status = outcome.status;
-  httplib::Headers raw;
-  for (const policy::Header& h : outcome.headers) {
-    raw.emplace(h.name, h.value);
-  }
-  answer.headers = client_response_headers(raw);
-  answer.body = redact_keys(outcome.body, m_pool);
-  return answer;
-}
-
-Answer UpstreamJob::unreachable_answer() const {
-  std::string tried;
-  for (const std::string& t : m_tried) {
-    tried += (tried.empty() ? "" : "; ") + t;
-  }
-  Answer answer;
-  answer.status = 502;
-  answer.headers.emplace("Content-Type", "application/json");
-  answer.body = json_error_body(fmt::format("keyshim: no upstream response ({})", tried),
-                           "keyshim_upstream_unreachable", "upstream_unreachable");
-  return answer;
-}
-
-Answer UpstreamJob::no_key_answer(const pool::Selection& selection) const {
-  Answer answer;
-  answer.status = 503;
-  answer.headers.emplace("Content-Type", "application/json");
-  std::string message;
-  if (selection.earliest_available) {
-    auto wait = duration_cast<milliseconds>(*selection.earliest_available - system_clock::now());
-    auto seconds_left = std::max<long long>(1, static_cast<long long>(std::ceil(
-                                                   static_cast<double>(wait.count()) / 1000.0)));
-    answer.headers.emplace("Retry-After", std::to_string(seconds_left));
-    message = fmt::format("keyshim: every key is cooling or disabled; the next one is available in {} "
-                          "(see `keyshim status`)",
-                          util::format_duration(milliseconds(seconds_left * 1000)));
-  } else {
-    message = "keyshim: every key is disabled (revoked or out of credit); fix the pool file and run "
-              "`keyshim reload` (see `keyshim status`)";
-  }
-  answer.body = json_error_body(message, "keyshim_no_key_available", "no_key_available");
-  return answer;
 }
 
 } // namespace keyshim::relay

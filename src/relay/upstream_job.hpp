@@ -43,9 +43,6 @@ private:
   AttemptResult attempt(std::size_t index);
   httplib::Request upstream_request(const config::KeyConfig& key) const;
   void apply_health(std::size_t index, const policy::Outcome& outcome, const policy::Verdict& verdict);
-  Answer response_answer(const policy::Outcome& outcome) const;
-  Answer unreachable_answer() const;
-  Answer no_key_answer(const pool::Selection& selection) const;
 
   std::shared_ptr<const PoolState> m_state;
   const config::Config& m_config;

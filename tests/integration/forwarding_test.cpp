@@ -94,8 +94,8 @@ INSTANTIATE_TEST_SUITE_P(Relay, AuthStyles,
                                            AuthCase{"x-api-key", "x-api-key", "", "/v1/x?key=placeholder"},
                                            AuthCase{"x-goog-api-key", "x-goog-api-key", "", "/v1/x"},
                                            AuthCase{"api-key", "api-key", "", "/v1/x?key=placeholder"}),
-                         [](const ::testing::TestParamInfo<AuthCase>& info) {
-                           std::string name = info.param.auth;
+                         [](const ::testing::TestParamInfo<AuthCase>& param_info) {
+                           std::string name = param_info.param.auth;
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
