@@ -118,6 +118,8 @@ struct DemoProvider::Impl {
 };
 
 DemoProvider::DemoProvider() : m_impl(std::make_unique<Impl>()) {
+  // Without it every keep-alive exchange waits ~40 ms for a delayed ACK.
+  m_impl->server.set_tcp_nodelay(true);
   m_impl->server.Post("/v1/chat/completions", chat_completions);
   m_impl->server.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(k_models_body, "application/json");

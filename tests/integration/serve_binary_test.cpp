@@ -5,6 +5,7 @@
 #include "support/run_binary.hpp"
 #include "support/temp_dir.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -128,6 +129,20 @@ TEST_F(ServeBinary, SighupReloadsThePoolFile) {
   serve.send_signal(SIGHUP);
   ASSERT_TRUE(serve.wait_for_stderr("reload rejected")) << serve.err();
   EXPECT_NE(client.Get("/health")->body.find("\"total\":3"), std::string::npos);
+  serve.send_signal(SIGTERM);
+  EXPECT_EQ(serve.wait().exit_code, 0);
+}
+
+TEST_F(ServeBinary, ReloadNamesASettingThatNeedsARestart) {
+  port = free_port();
+  std::string path = write_pool(pool_toml(1, "", fmt::format("listen = \"127.0.0.1:{}\"\n", port)));
+  ChildProcess serve = ChildProcess::start({KEYSHIM_BINARY, "serve", "-c", path});
+  ASSERT_TRUE(serve.wait_for_stderr("listening on http://127.0.0.1:" + std::to_string(port))) << serve.err();
+  write_pool(pool_toml(1, "", fmt::format("listen = \"127.0.0.1:{}\"\n", port + 1)));
+  serve.send_signal(SIGHUP);
+  ASSERT_TRUE(serve.wait_for_stderr("keyshim stays on 127.0.0.1:" + std::to_string(port))) << serve.err();
+  httplib::Client client("127.0.0.1", port);
+  EXPECT_TRUE(client.Get("/health")) << "still serving on the old address";
   serve.send_signal(SIGTERM);
   EXPECT_EQ(serve.wait().exit_code, 0);
 }
