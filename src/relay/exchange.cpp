@@ -23,6 +23,7 @@ void Exchange::begin_attempt(std::shared_ptr<httplib::Client> client) {
   std::lock_guard lock(m_mutex);
   m_active = std::move(client);
   m_attempt_started = std::chrono::steady_clock::now();
+  m_attempt_has_bytes = false;
   m_attempt_running = true;
   m_attempt_expired = false;
 }
@@ -137,11 +138,21 @@ bool Exchange::complete_before(std::size_t max_bytes) const {
   return m_finished && m_clean && m_queued <= max_bytes;
 }
 
-void Exchange::enforce_first_byte_deadline(std::chrono::milliseconds timeout) {
+void Exchange::note_held_bytes() {
+  std::lock_guard lock(m_mutex);
+  m_attempt_has_bytes = true;
+  m_attempt_last_bytes = std::chrono::steady_clock::now();
+}
+
+void Exchange::enforce_attempt_deadlines(std::chrono::milliseconds first_byte, std::chrono::milliseconds idle) {
   {
     std::lock_guard lock(m_mutex);
-    if (m_phase != Phase::waiting || !m_attempt_running ||
-        std::chrono::steady_clock::now() - m_attempt_started < timeout) {
+    if (m_phase != Phase::waiting || !m_attempt_running) {
+      return;
+    }
+    auto now = std::chrono::steady_clock::now();
+    bool late = m_attempt_has_bytes ? now - m_attempt_last_bytes > idle : now - m_attempt_started > first_byte;
+    if (!late) {
       return;
     }
     m_attempt_expired = true;

@@ -92,9 +92,14 @@ public:
   // answered with a Content-Length instead of streaming.
   bool complete_before(std::size_t max_bytes) const;
 
-  // First-byte deadline: if the current attempt started more than `timeout`
-  // ago and nothing was committed, mark it expired and stop its client.
-  void enforce_first_byte_deadline(std::chrono::milliseconds timeout);
+  // Bytes arrived for the current attempt but are held back (the start of an
+  // event stream, read before committing to it).
+  void note_held_bytes();
+  // Deadlines before the commit point: if no byte of the current attempt has
+  // arrived within `first_byte`, or held bytes then stopped for longer than
+  // `idle` (a stream sending only keep-alive comments while a model thinks is
+  // alive), mark the attempt expired and stop its client.
+  void enforce_attempt_deadlines(std::chrono::milliseconds first_byte, std::chrono::milliseconds idle);
   // Idle deadline after commit: true when the upstream has been silent for
   // longer than `timeout` (time spent blocked on a full queue does not count).
   bool idle_for_longer_than(std::chrono::milliseconds timeout) const;
@@ -129,6 +134,8 @@ private:
 
   std::shared_ptr<httplib::Client> m_active;
   SteadyTime m_attempt_started;
+  SteadyTime m_attempt_last_bytes;
+  bool m_attempt_has_bytes = false;
   bool m_attempt_running = false;
   bool m_attempt_expired = false;
   bool m_cancelled = false;

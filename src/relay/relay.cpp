@@ -127,7 +127,7 @@ void Relay::forward(std::shared_ptr<const PoolState> state, const httplib::Reque
       res.status = 503;
       return;
     }
-    exchange->enforce_first_byte_deadline(settings.first_byte_timeout);
+    exchange->enforce_attempt_deadlines(settings.first_byte_timeout, settings.idle_timeout);
   }
 
   // A whole response in hand (an answer, or a body that completed before we

@@ -235,6 +235,7 @@ UpstreamJob::AttemptResult UpstreamJob::attempt(std::size_t index) {
       return m_exchange.push(data, size);
     case Mode::probe_first_event: {
       held.append(data, size);
+      m_exchange.note_held_bytes();
       std::optional<std::size_t> end = policy::first_event_end(held);
       if (!end && held.size() < k_probe_limit) {
         return true;

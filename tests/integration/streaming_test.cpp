@@ -151,6 +151,21 @@ TEST(Streaming, ClientLeavingBeforeTheFirstByteCancelsTheUpstreamAndBlamesNoKey)
   EXPECT_EQ(h.error_count, 0u);
 }
 
+TEST(Streaming, KeepAliveCommentsWhileAModelThinksAreNotAFirstByteTimeout) {
+  FakeUpstream upstream;
+  std::vector<std::string> pieces(6, ": ping\n\n");
+  pieces.push_back("data: {\"n\":1}\n\n");
+  Scripted thinking = sse(pieces);
+  thinking.piece_delay = std::chrono::milliseconds(150); // ~900 ms of comments in all
+  upstream.push(thinking);
+  Shim shim(pool_toml(2, "first_byte_timeout = \"400ms\"\nidle_timeout = \"3s\"\n"), upstream.base_url());
+  RawConnection conn(shim.port());
+  conn.send(stream_request());
+  ASSERT_TRUE(conn.read_until("0\r\n\r\n", 10s));
+  EXPECT_EQ(parse_response(conn.received()).body, joined(pieces));
+  EXPECT_EQ(upstream.request_count(), 1u) << "a live stream must not fail over";
+}
+
 TEST(Streaming, SlowReaderGetsEveryByte) {
   FakeUpstream upstream;
   std::vector<std::string> pieces;
