@@ -5,6 +5,9 @@
 #include "util/duration.hpp"
 
 #include <fmt/format.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include <cerrno>
 #include <cstring>
@@ -117,6 +120,19 @@ Decoded decode_string_list(const toml::node& node, bool is_command) {
   return ok(std::move(items));
 }
 
+bool holds_pem_certificate(const std::string& path) {
+  BIO* bio = BIO_new_file(path.c_str(), "r");
+  if (bio == nullptr) {
+    return false;
+  }
+  X509* certificate = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+  bool found = certificate != nullptr;
+  X509_free(certificate);
+  BIO_free(bio);
+  ERR_clear_error(); // a failed parse leaves errors that would confuse later TLS diagnostics
+  return found;
+}
+
 Decoded decode_file(const toml::node& node, const std::string& base_dir) {
   const auto* text = node.as_string();
   if (!text || text->get().empty()) {
@@ -130,6 +146,13 @@ Decoded decode_file(const toml::node& node, const std::string& base_dir) {
   if (!in) {
     return fail(fmt::format("names \"{}\", which cannot be read: {}", path.string(),
                             errno_text(errno)));
+  }
+  // ca_file is the only file setting. Without a certificate in it every TLS
+  // upstream would fail as "tls error", with nothing saying why.
+  if (!holds_pem_certificate(path.string())) {
+    return fail(fmt::format("names \"{}\", which holds no PEM certificate; give the CA certificate "
+                            "itself (-----BEGIN CERTIFICATE-----)",
+                            path.string()));
   }
   return ok(path.string());
 }

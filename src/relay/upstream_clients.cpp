@@ -1,6 +1,10 @@
 #include "relay/upstream_clients.hpp"
 
+#include "util/log.hpp"
+
+#include <openssl/err.h>
 #include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
 
 #include <fmt/format.h>
 
@@ -16,6 +20,27 @@ template <typename Duration>
 std::pair<time_t, time_t> sec_usec(Duration d) {
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(d).count();
   return {static_cast<time_t>(us / 1'000'000), static_cast<time_t>(us % 1'000'000)};
+}
+
+// The trust store and name check for one upstream host. httplib verifies
+// the chain, but its own host check accepts a matching Common Name even when
+// the certificate has subjectAltNames (RFC 6125 forbids that), so OpenSSL
+// checks the name here, strictly. set_ca_cert_path would replace the system
+// store; ca_file adds to it.
+X509_STORE* verification_store(const std::string& host, const std::optional<std::string>& ca_file) {
+  X509_STORE* store = X509_STORE_new();
+  X509_STORE_set_default_paths(store);
+  if (ca_file && X509_STORE_load_locations(store, ca_file->c_str(), nullptr) != 1) {
+    util::log_warn("ca_file \"{}\" could not be loaded; TLS upstreams it was meant for will fail", *ca_file);
+  }
+  X509_VERIFY_PARAM* param = X509_STORE_get0_param(store);
+  if (X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str()) != 1) { // not an IP address: a DNS name
+    X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT |
+                                               X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    X509_VERIFY_PARAM_set1_host(param, host.c_str(), 0);
+  }
+  ERR_clear_error();
+  return store;
 }
 
 std::shared_ptr<httplib::Client> make_client(const config::UpstreamUrl& url,
@@ -36,12 +61,8 @@ std::shared_ptr<httplib::Client> make_client(const config::UpstreamUrl& url,
   client->set_read_timeout(rs, ru);
   auto [ws, wu] = sec_usec(timeouts.write);
   client->set_write_timeout(ws, wu);
-  if (url.tls() && ca_file) {
-    // set_ca_cert_path would replace the system store; ca_file adds to it.
-    X509_STORE* store = X509_STORE_new();
-    X509_STORE_set_default_paths(store);
-    X509_STORE_load_locations(store, ca_file->c_str(), nullptr);
-    client->set_ca_cert_store(store); // takes ownership
+  if (url.tls()) {
+    client->set_ca_cert_store(verification_store(url.host, ca_file)); // takes ownership
   }
   return client;
 }

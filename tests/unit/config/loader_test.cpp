@@ -59,7 +59,7 @@ TEST(LoadPool, MinimalFileGetsEveryDefault) {
 
 TEST(LoadPool, ReadsEverySetting) {
   keyshim::test::TempDir temp;
-  std::string ca = temp.write("ca.pem", "-----BEGIN CERTIFICATE-----\n");
+  std::string ca = temp.write("ca.pem", keyshim::test::read_file(KEYSHIM_TEST_DATA_DIR "/config/test-ca.pem"));
   Config config = load_ok(R"([server]
 listen = "[::1]:9999"
 client_token = "local-token-123"
@@ -270,11 +270,20 @@ base_url = "https://u:sk-SECRET-url@example.com"
 
 TEST(LoadPool, RelativeCaFileStartsAtThePoolFilesDirectory) {
   keyshim::test::TempDir temp;
-  temp.write("corp-ca.pem", "-----BEGIN CERTIFICATE-----\n");
+  temp.write("corp-ca.pem", keyshim::test::read_file(KEYSHIM_TEST_DATA_DIR "/config/test-ca.pem"));
   std::string path = temp.write("keys.toml", "[[keys]]\nkey = 'sk-1'\nca_file = 'corp-ca.pem'\n");
   LoadResult result = load_pool_file(path);
   ASSERT_TRUE(result.ok()) << result.problems_text();
   EXPECT_EQ(result.config->keys[0].ca_file, temp.path() + "/corp-ca.pem");
+}
+
+TEST(LoadPool, CaFileWithoutACertificateIsReported) {
+  keyshim::test::TempDir temp;
+  std::string ca = temp.write("ca.pem", "-----BEGIN CERTIFICATE-----\nnot base64\n");
+  EXPECT_EQ(only_problem("[upstream]\nca_file = \"" + ca + "\"\n" + k_one_key),
+            "keys.toml:2:11: upstream: \"ca_file\" names \"" + ca +
+                "\", which holds no PEM certificate; give the CA certificate itself (-----BEGIN "
+                "CERTIFICATE-----)");
 }
 
 TEST(LoadPool, MissingCaFileIsReported) {

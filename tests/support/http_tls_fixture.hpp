@@ -1,0 +1,56 @@
+#pragma once
+// A throwaway PKI made at test time (no checked-in keys) and an HTTPS
+// upstream on 127.0.0.1 presenting a certificate for DNS:localhost only.
+#include "support/temp_dir.hpp"
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace keyshim::test {
+
+// Paths of the PEM files make_test_pki() wrote.
+struct TestPki {
+  std::string ca_pem;     // self-signed CA:TRUE certificate
+  std::string server_pem; // leaf signed by that CA: CN and subjectAltName DNS:localhost, no IP SAN
+  std::string server_key; // the leaf's EC P-256 private key
+};
+
+// Generate a fresh CA and server certificate into `dir` (ca.pem, server.pem,
+// server.key). The leaf's subjectAltName is always DNS:localhost; its Common
+// Name is `common_name`. Throws std::runtime_error when OpenSSL fails.
+TestPki make_test_pki(const TempDir& dir, const std::string& common_name = "localhost");
+
+// Whether "localhost" resolves to 127.0.0.1 (among others), where HttpsUpstream listens.
+bool localhost_resolves_to_ipv4_loopback();
+
+class ListeningSslServer;
+
+// httplib::SSLServer on 127.0.0.1 answering any GET/POST with 200
+// {"ok":true}, recording the Authorization header of each request.
+class HttpsUpstream {
+public:
+  explicit HttpsUpstream(const std::string& common_name = "localhost");
+  ~HttpsUpstream();
+  HttpsUpstream(const HttpsUpstream&) = delete;
+  HttpsUpstream& operator=(const HttpsUpstream&) = delete;
+
+  int port() const { return m_port; }
+  // The CA that signed this server's certificate.
+  const std::string& ca_file() const { return m_pki.ca_pem; }
+  // Authorization header of every request that got past the handshake. Thread-safe.
+  std::vector<std::string> authorizations() const;
+
+private:
+  TempDir m_dir;
+  TestPki m_pki;
+  std::unique_ptr<ListeningSslServer> m_server;
+  int m_port = -1;
+  std::thread m_thread;
+  mutable std::mutex m_mutex;
+  std::vector<std::string> m_authorizations;
+};
+
+} // namespace keyshim::test
