@@ -4,8 +4,9 @@
 // one streamed request shows the failover, then /status shows what keyshim
 // learned about each key. It keeps serving so the user can try it with curl.
 #include "cli/commands.hpp"
-#include "cli/demo_provider.hpp"
 #include "cli/status_table.hpp"
+#include "server/demo_provider.hpp"
+#include "server/local_client.hpp"
 #include "server/shim_server.hpp"
 #include "server/signal_watcher.hpp"
 #include "util/duration.hpp"
@@ -13,7 +14,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <httplib.h>
 
 #include <algorithm>
 #include <chrono>
@@ -47,7 +47,7 @@ std::string demo_pool(const std::string& provider_url) {
                                  "strategy = \"ordered\"\nconnect_timeout = \"2s\"\n"
                                  "first_byte_timeout = \"10s\"\nidle_timeout = \"10s\"\n",
                                  provider_url);
-  for (const DemoKey& key : demo_keys()) {
+  for (const server::DemoKey& key : server::demo_keys()) {
     text += fmt::format("\n[[keys]]\nlabel = \"{}\"\nkey = \"{}\"\n", key.label, key.secret);
   }
   return text;
@@ -151,39 +151,17 @@ private:
 void stream_one_completion(const config::ListenAddress& keyshim) {
   fmt::print("POST /v1/chat/completions (stream) through keyshim, with a placeholder key:\n\n  ");
   std::fflush(stdout);
-  httplib::Client client(keyshim.host, keyshim.port);
-  client.set_connection_timeout(2, 0);
-  client.set_read_timeout(30, 0);
-  httplib::Request req;
-  req.method = "POST";
-  req.path = "/v1/chat/completions";
-  req.headers = {{"Authorization", "Bearer keyshim"}, {"Accept", "text/event-stream"}};
-  req.set_header("Content-Type", "application/json");
-  req.body = k_request_body;
   DeltaPrinter printer;
-  std::string error_body;
-  int status = 0;
-  req.response_handler = [&status](const httplib::Response& res) {
-    status = res.status;
-    return true;
-  };
-  req.content_receiver = [&](const char* data, std::size_t size, std::uint64_t, std::uint64_t) {
-    if (status == 200) {
-      printer.feed(data, size);
-    } else {
-      error_body.append(data, size);
-    }
-    return true;
-  };
-  httplib::Result result = client.send(req);
+  server::LocalResponse response =
+      server::local_post_stream(keyshim, "/v1/chat/completions", k_request_body, "",
+                                [&printer](std::string_view bytes) { printer.feed(bytes.data(), bytes.size()); });
   fmt::print("\n\n");
-  if (!result) {
-    throw std::runtime_error(
-        fmt::format("demo: the request through keyshim failed: {}", httplib::to_string(result.error())));
+  if (response.status == 0) {
+    throw std::runtime_error(fmt::format("demo: the request through keyshim failed: {}", response.error));
   }
-  if (status != 200 || printer.text().empty()) {
+  if (response.status != 200 || printer.text().empty()) {
     throw std::runtime_error(
-        fmt::format("demo: keyshim answered {} instead of a stream: {}", status, error_body));
+        fmt::format("demo: keyshim answered {} instead of a stream: {}", response.status, response.body));
   }
 }
 
@@ -236,14 +214,14 @@ int run_demo(const DemoFlags& flags) {
   }
 
   // 2. The simulated provider.
-  DemoProvider provider;
+  server::DemoProvider provider;
   if (!provider.start(error)) {
     throw std::runtime_error(error);
   }
   fmt::print("keyshim demo: no network, no real keys.\nsimulated provider on {} with three demo keys, "
              "tried in order:\n",
              provider.base_url());
-  for (const DemoKey& key : demo_keys()) {
+  for (const server::DemoKey& key : server::demo_keys()) {
     fmt::print("  {:<12} {}\n", key.label, key.behaviour);
   }
 

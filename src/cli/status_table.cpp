@@ -1,9 +1,9 @@
 #include "cli/status_table.hpp"
 
+#include "server/local_client.hpp"
 #include "util/duration.hpp"
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include <unistd.h>
 
@@ -139,29 +139,20 @@ InstanceAddress instance_of(const config::Config& config) {
 StatusAnswer fetch_status(const InstanceAddress& instance) {
   StatusAnswer answer;
   const std::string where = instance.listen.text();
-  httplib::Client client(instance.listen.host, instance.listen.port);
-  client.set_connection_timeout(2, 0);
-  client.set_read_timeout(5, 0);
-  client.set_write_timeout(5, 0);
-  httplib::Headers headers;
-  if (!instance.client_token.empty()) {
-    headers.emplace("Authorization", "Bearer " + instance.client_token);
-  }
-  httplib::Result result = client.Get("/status", headers);
-  if (!result) {
-    httplib::Error error = result.error();
-    if (error == httplib::Error::Connection || error == httplib::Error::ConnectionTimeout) {
+  server::LocalResponse result = server::local_get(instance.listen, "/status", instance.client_token);
+  if (result.status == 0) {
+    if (result.refused) {
       return failure(answer, fmt::format("no keyshim answering on {} (start it with `keyshim serve` or "
                                          "`keyshim service install`)",
                                          where));
     }
     return failure(answer, fmt::format("{} accepted the connection but did not answer GET /status "
                                        "({}); is it a keyshim, and is it stuck?",
-                                       where, httplib::to_string(error)));
+                                       where, result.error));
   }
-  answer.http_status = result->status;
-  answer.body = result->body;
-  if (result->status == 401) {
+  answer.http_status = result.status;
+  answer.body = result.body;
+  if (result.status == 401) {
     if (instance.client_token.empty()) {
       return failure(answer, fmt::format("{} requires a client_token for /status: pass -c with the pool "
                                          "file it serves, which sets client_token",
@@ -172,11 +163,11 @@ StatusAnswer fetch_status(const InstanceAddress& instance) {
                                        "editing the file, or pass -c with the file it serves)",
                                        where, instance.config_path));
   }
-  if (result->status != 200) {
+  if (result.status != 200) {
     return failure(
-        answer, fmt::format("{} answered GET /status with HTTP {}: is it a keyshim?", where, result->status));
+        answer, fmt::format("{} answered GET /status with HTTP {}: is it a keyshim?", where, result.status));
   }
-  std::optional<util::Json> json = util::parse_json(result->body);
+  std::optional<util::Json> json = util::parse_json(result.body);
   if (!json || !json->is_object() || !json->find("keys") || !json->find("keys")->is_array()) {
     return failure(answer, fmt::format("{} answered GET /status with something that is not keyshim's "
                                        "status: is another program on that port?",

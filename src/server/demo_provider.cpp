@@ -1,4 +1,4 @@
-#include "cli/demo_provider.hpp"
+#include "server/demo_provider.hpp"
 
 #include "util/log.hpp"
 
@@ -9,7 +9,7 @@
 #include <memory>
 #include <thread>
 
-namespace keyshim::cli {
+namespace keyshim::server {
 namespace {
 
 using namespace std::chrono_literals;
@@ -156,4 +156,4 @@ void DemoProvider::stop() {
   }
 }
 
-} // namespace keyshim::cli
+} // namespace keyshim::server

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace keyshim::cli {
+namespace keyshim::server {
 
 // The demo pool's keys, in the order keyshim tries them (strategy ordered).
 struct DemoKey {
@@ -44,4 +44,4 @@ private:
   std::unique_ptr<Impl> m_impl;
 };
 
-} // namespace keyshim::cli
+} // namespace keyshim::server
