@@ -42,13 +42,17 @@ bool Exchange::attempt_expired() const {
   return m_attempt_expired;
 }
 
-void Exchange::commit(int status, httplib::Headers headers) {
+bool Exchange::commit(int status, httplib::Headers headers) {
   std::lock_guard lock(m_mutex);
+  if (m_cancelled || (m_attempt_running && m_attempt_expired)) {
+    return false;
+  }
   m_status = status;
   m_headers = std::move(headers);
   m_phase = Phase::committed;
   m_last_activity = std::chrono::steady_clock::now();
   m_changed.notify_all();
+  return true;
 }
 
 bool Exchange::push(const char* data, std::size_t size) {

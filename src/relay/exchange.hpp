@@ -52,7 +52,9 @@ public:
   // The handler declared the current attempt past its first-byte deadline.
   bool attempt_expired() const;
   // The commit point: status and headers are final, body bytes follow.
-  void commit(int status, httplib::Headers headers);
+  // Refused (false) when the exchange was cancelled, or the running attempt
+  // was expired by the handler: its deadline won the race against the bytes.
+  bool commit(int status, httplib::Headers headers);
   // Queue body bytes for the client, waiting while the queue is full. False
   // when the exchange was cancelled (stop reading the upstream).
   bool push(const char* data, std::size_t size);

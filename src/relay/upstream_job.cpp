@@ -201,16 +201,21 @@ UpstreamJob::AttemptResult UpstreamJob::attempt(std::size_t index) {
   policy::Outcome outcome;
   const auto started = steady_clock::now();
 
+  // False when the handler expired this attempt or the client left first:
+  // then nothing is committed and the attempt ends as a timeout or a cancel.
   auto do_commit = [&](int commit_status, const httplib::Headers& commit_headers) {
-    committed = true;
     auto ttfb = duration_cast<milliseconds>(steady_clock::now() - started);
+    if (!m_exchange.commit(commit_status, client_response_headers(commit_headers))) {
+      return false;
+    }
+    committed = true;
     m_pool.record_success(index, commit_status);
     m_exchange.update_record([&](RequestRecord& r) {
       r.key_label = key.label;
       r.chain.push_back(fmt::format("{}:{}", key.label, commit_status));
       r.ttfb = ttfb;
     });
-    m_exchange.commit(commit_status, client_response_headers(commit_headers));
+    return true;
   };
 
   up.response_handler = [&](const httplib::Response& response) {
@@ -231,8 +236,7 @@ UpstreamJob::AttemptResult UpstreamJob::attempt(std::size_t index) {
     }
     switch (mode) {
     case Mode::commit_on_first_bytes:
-      do_commit(status, headers);
-      return m_exchange.push(data, size);
+      return do_commit(status, headers) && m_exchange.push(data, size);
     case Mode::probe_first_event: {
       held.append(data, size);
       m_exchange.note_held_bytes();
@@ -250,7 +254,9 @@ UpstreamJob::AttemptResult UpstreamJob::attempt(std::size_t index) {
         early_verdict = verdict;
         return false;
       }
-      do_commit(status, headers);
+      if (!do_commit(status, headers)) {
+        return false;
+      }
       bool pushed = m_exchange.push(held.data(), held.size());
       held.clear();
       return pushed;
@@ -303,12 +309,15 @@ UpstreamJob::AttemptResult UpstreamJob::attempt(std::size_t index) {
   if (sent && mode != Mode::buffer_error) {
     // A success that ended before its first body byte (empty body), or an
     // event stream that ended inside its first event: commit what there is.
-    do_commit(status, headers);
-    if (!held.empty()) {
-      m_exchange.push(held.data(), held.size());
+    if (do_commit(status, headers)) {
+      if (!held.empty()) {
+        m_exchange.push(held.data(), held.size());
+      }
+      m_exchange.finish(true, "");
+      result.kind = AttemptResult::Kind::committed;
+      return result;
     }
-    m_exchange.finish(true, "");
-    result.kind = AttemptResult::Kind::committed;
+    result.kind = AttemptResult::Kind::cancelled;
     return result;
   }
   if (sent) {
