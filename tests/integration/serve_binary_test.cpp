@@ -74,7 +74,7 @@ TEST_F(ServeBinary, SigtermLetsAnInFlightStreamFinishThenExitsZero) {
   ASSERT_TRUE(conn.read_until("data: 1"));
   serve.send_signal(SIGTERM);
   ASSERT_TRUE(serve.wait_for_stderr("shutting down"));
-  ASSERT_TRUE(conn.read_until("0\r\n\r\n", 10s));
+  ASSERT_TRUE(conn.read_response(10s));
   RawResponse res = parse_response(conn.received());
   EXPECT_TRUE(res.complete);
   EXPECT_EQ(res.body, "data: 1\n\ndata: 2\n\ndata: 3\n\n");

@@ -47,7 +47,7 @@ TEST(Streaming, AwkwardSseFramingArrivesByteForByte) {
   Shim shim(pool_toml(1), upstream.base_url());
   RawConnection conn(shim.port());
   conn.send(stream_request());
-  ASSERT_TRUE(conn.read_until("0\r\n\r\n", 20s));
+  ASSERT_TRUE(conn.read_response(20s));
   RawResponse res = parse_response(conn.received());
   EXPECT_EQ(res.status, 200);
   EXPECT_TRUE(res.complete);
@@ -67,7 +67,7 @@ TEST(Streaming, EachPieceIsFlushedBeforeTheNextArrives) {
   ASSERT_TRUE(conn.read_until("data: {\"n\":1}\n\n", 10s));
   EXPECT_EQ(conn.received().find("\"n\":2"), std::string::npos);
   upstream.release();
-  ASSERT_TRUE(conn.read_until("0\r\n\r\n", 10s));
+  ASSERT_TRUE(conn.read_response(10s));
   EXPECT_EQ(parse_response(conn.received()).body, joined(s.pieces));
 }
 
@@ -113,7 +113,7 @@ TEST(Streaming, SilenceShorterThanIdleTimeoutIsTolerated) {
   Shim shim(pool_toml(1, "idle_timeout = \"3s\"\n"), upstream.base_url());
   RawConnection conn(shim.port());
   conn.send(stream_request());
-  ASSERT_TRUE(conn.read_until("0\r\n\r\n", 10s));
+  ASSERT_TRUE(conn.read_response(10s));
   EXPECT_TRUE(parse_response(conn.received()).complete);
 }
 
@@ -161,7 +161,7 @@ TEST(Streaming, KeepAliveCommentsWhileAModelThinksAreNotAFirstByteTimeout) {
   Shim shim(pool_toml(2, "first_byte_timeout = \"400ms\"\nidle_timeout = \"3s\"\n"), upstream.base_url());
   RawConnection conn(shim.port());
   conn.send(stream_request());
-  ASSERT_TRUE(conn.read_until("0\r\n\r\n", 10s));
+  ASSERT_TRUE(conn.read_response(10s));
   EXPECT_EQ(parse_response(conn.received()).body, joined(pieces));
   EXPECT_EQ(upstream.request_count(), 1u) << "a live stream must not fail over";
 }
@@ -205,7 +205,7 @@ TEST(Streaming, SixtyFourConcurrentStreamsAllComplete) {
     clients.emplace_back([&] {
       RawConnection conn(shim.port());
       conn.send(stream_request());
-      if (conn.read_until("0\r\n\r\n", 30s) && parse_response(conn.received()).complete) {
+      if (conn.read_response(30s) && parse_response(conn.received()).complete) {
         ++complete;
       }
     });
