@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <sys/resource.h>
+
 #include <memory>
 #include <stdexcept>
 
@@ -29,11 +31,26 @@ void configure_logging(const ServeFlags& flags) {
                                  : util::LogLevel::info);
 }
 
+// Each stream holds two descriptors (client and upstream). The usual soft
+// limit of 1024 would cap keyshim near 500 concurrent streams while the hard
+// limit (often 524288 under systemd) allows far more, so raise soft to hard.
+void raise_descriptor_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    rlim_t before = limit.rlim_cur;
+    limit.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &limit) == 0) {
+      util::log_debug("open file limit raised from {} to {}", before, limit.rlim_cur);
+    }
+  }
+}
+
 int run_serve(const ServeFlags& flags) {
   // 1. Signals are handled on one thread by sigwait; every thread started
   //    from here on inherits the blocked mask.
   server::SignalWatcher::block_signals();
   configure_logging(flags);
+  raise_descriptor_limit();
 
   // 2. Options: the pool file, and an explicit --listen that overrides it.
   server::ServeOptions options;
