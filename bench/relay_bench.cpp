@@ -25,7 +25,9 @@ using keyshim::test::Shim;
 
 namespace {
 
-long long now_ns() { return duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count(); }
+long long now_ns() {
+  return duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count();
+}
 
 // httplib listens with a backlog of 5; a burst of 200 connections would
 // measure SYN retransmits instead of keyshim.
@@ -45,17 +47,18 @@ public:
         return;
       }
       auto sent = std::make_shared<int>(0);
-      res.set_chunked_content_provider("text/event-stream", [this, sent](std::size_t, httplib::DataSink& sink) {
-        if (*sent == m_events) {
-          sink.write("data: [DONE]\n\n", 14);
-          sink.done();
-          return true;
-        }
-        std::this_thread::sleep_for(m_gap);
-        std::string event = fmt::format("data: {}\n\n", now_ns());
-        ++*sent;
-        return sink.write(event.data(), event.size());
-      });
+      res.set_chunked_content_provider("text/event-stream",
+                                       [this, sent](std::size_t, httplib::DataSink& sink) {
+                                         if (*sent == m_events) {
+                                           sink.write("data: [DONE]\n\n", 14);
+                                           sink.done();
+                                           return true;
+                                         }
+                                         std::this_thread::sleep_for(m_gap);
+                                         std::string event = fmt::format("data: {}\n\n", now_ns());
+                                         ++*sent;
+                                         return sink.write(event.data(), event.size());
+                                       });
     });
     m_port = m_server.bind_to_any_port("127.0.0.1");
     m_server.widen_backlog();
@@ -182,8 +185,9 @@ int main() {
   for (auto& t : clients) {
     t.join();
   }
-  fmt::print("{} concurrent streams of 20 events at 50 ms: {} complete in {:.2f}s; mid-flight threads {}, RSS{}\n",
-             k_streams, complete.load(), duration<double>(steady_clock::now() - start).count(), threads, rss);
+  fmt::print(
+      "{} concurrent streams of 20 events at 50 ms: {} complete in {:.2f}s; mid-flight threads {}, RSS{}\n",
+      k_streams, complete.load(), duration<double>(steady_clock::now() - start).count(), threads, rss);
   fmt::print("(one process holds the upstream, keyshim and the clients)\n");
   return 0;
 }

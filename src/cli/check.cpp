@@ -20,8 +20,7 @@ using Row = std::array<std::string, 5>;
 void print_key_table(const config::Config& config) {
   std::vector<Row> rows = {{"LABEL", "FINGERPRINT", "UPSTREAM", "AUTH", "SOURCE"}};
   for (const config::KeyConfig& key : config.keys) {
-    rows.push_back({key.label, key.secret.fingerprint(), key.base_url.text(), key.auth.text(),
-                    key.source});
+    rows.push_back({key.label, key.secret.fingerprint(), key.base_url.text(), key.auth.text(), key.source});
   }
   std::array<std::size_t, 5> widths{};
   for (const Row& row : rows) {

@@ -152,9 +152,9 @@ void stream_one_completion(const config::ListenAddress& keyshim) {
   fmt::print("POST /v1/chat/completions (stream) through keyshim, with a placeholder key:\n\n  ");
   std::fflush(stdout);
   DeltaPrinter printer;
-  server::LocalResponse response =
-      server::local_post_stream(keyshim, "/v1/chat/completions", k_request_body, "",
-                                [&printer](std::string_view bytes) { printer.feed(bytes.data(), bytes.size()); });
+  server::LocalResponse response = server::local_post_stream(
+      keyshim, "/v1/chat/completions", k_request_body, "",
+      [&printer](std::string_view bytes) { printer.feed(bytes.data(), bytes.size()); });
   fmt::print("\n\n");
   if (response.status == 0) {
     throw std::runtime_error(fmt::format("demo: the request through keyshim failed: {}", response.error));

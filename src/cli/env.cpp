@@ -45,8 +45,7 @@ Providers providers_of(const config::Config& config) {
     if (host == "anthropic.com" || ends_with(host, ".anthropic.com") ||
         style == config::AuthStyle::x_api_key) {
       providers.anthropic = true;
-    } else if (host == "generativelanguage.googleapis.com" ||
-               style == config::AuthStyle::x_goog_api_key ||
+    } else if (host == "generativelanguage.googleapis.com" || style == config::AuthStyle::x_goog_api_key ||
                (style == config::AuthStyle::query && key.auth.query_param == "key")) {
       providers.gemini = true;
     } else {
@@ -144,9 +143,8 @@ int run_env(const EnvOptions& options) {
     std::size_t more = loaded.problems.size() - 1;
     fmt::print(stderr, "keyshim: warning: {}{}\n", first.text(),
                more == 0 ? std::string() : fmt::format(" (and {} more)", more));
-    fmt::print(stderr,
-               "keyshim: warning: using the default address {}; see `keyshim check -c {}`\n",
-               listen, path);
+    fmt::print(stderr, "keyshim: warning: using the default address {}; see `keyshim check -c {}`\n", listen,
+               path);
   }
 
   std::string url = "http://" + listen;

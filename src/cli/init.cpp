@@ -21,7 +21,8 @@ namespace {
 
 constexpr const char* k_starter_env = "KEYSHIM_KEY_1";
 
-constexpr const char* k_header = R"(# keyshim pool file. keys.example.toml (shipped with keyshim) documents every
+constexpr const char* k_header =
+    R"(# keyshim pool file. keys.example.toml (shipped with keyshim) documents every
 # setting. This file holds API keys: keyshim refuses it unless only you can
 # read it (mode 0600). After editing, run: keyshim check
 )";
@@ -57,8 +58,7 @@ std::string section_text(config::Section section) {
 }
 
 std::string starter_text() {
-  return k_header + section_text(config::Section::server) +
-         section_text(config::Section::upstream) + k_keys;
+  return k_header + section_text(config::Section::server) + section_text(config::Section::upstream) + k_keys;
 }
 
 // mkdir -p with mode 0700 for every directory it creates (existing ones are left alone).
@@ -78,8 +78,7 @@ std::string write_new_private_file(const std::string& path, const std::string& t
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
     if (errno == EEXIST) {
-      return "already exists; init never overwrites a pool file. Edit it, then run: keyshim check -c " +
-             path;
+      return "already exists; init never overwrites a pool file. Edit it, then run: keyshim check -c " + path;
     }
     return fmt::format("cannot create: {}", std::strerror(errno));
   }

@@ -54,8 +54,7 @@ service::StepObserver printing_observer() {
   };
   observer.after = [](const service::Action& action, const service::StepResult& result) {
     if (!result.ok && !action.required) {
-      fmt::print("    ({}; continuing)\n",
-                 result.command ? result.command->describe() : result.error);
+      fmt::print("    ({}; continuing)\n", result.command ? result.command->describe() : result.error);
     }
   };
   return observer;
@@ -89,10 +88,8 @@ void report_failure(const service::Plan& plan, const service::ExecutionResult& e
   // without a user session bus.
   if (platform == service::Platform::systemd && result.command && result.command->started &&
       !service::run_command_captured({"systemctl", "--user", "show-environment"}).ok()) {
-    fmt::print(
-        stderr,
-        "keyshim: systemd's user manager is not reachable from this shell (no user session "
-        "bus: a container, a `su`/`sudo` shell, or ssh without `loginctl enable-linger`?)\n");
+    fmt::print(stderr, "keyshim: systemd's user manager is not reachable from this shell (no user session "
+                       "bus: a container, a `su`/`sudo` shell, or ssh without `loginctl enable-linger`?)\n");
   }
   if (file_written) {
     fmt::print(stderr, "keyshim: {} is written; once that is fixed, run:\n", plan.unit_path);
@@ -105,8 +102,7 @@ void report_failure(const service::Plan& plan, const service::ExecutionResult& e
 }
 
 int execute(const service::Plan& plan, service::Platform platform) {
-  service::ExecutionResult execution =
-      service::execute_plan(plan, service::run_command, printing_observer());
+  service::ExecutionResult execution = service::execute_plan(plan, service::run_command, printing_observer());
   if (!execution.ok) {
     report_failure(plan, execution, platform);
     return 1;
@@ -140,8 +136,8 @@ int run_install(const ServiceOptions& options) {
     fmt::print("{}", service::plan_text(plan));
     return 0;
   }
-  fmt::print("keyshim: installing the {} user service for {}\n",
-             service::to_string(target.platform), config_path);
+  fmt::print("keyshim: installing the {} user service for {}\n", service::to_string(target.platform),
+             config_path);
   if (int code = execute(plan, target.platform); code != 0) {
     return code;
   }
@@ -191,8 +187,7 @@ int run_status(const ServiceOptions& options) {
   // non-zero when the service is not running, which keyshim reports as 1.
   service::CommandResult result = service::run_command(plan.actions.front().argv);
   if (!result.started) {
-    fmt::print(stderr, "keyshim: error: {}: {}\n", plan.actions.front().argv.front(),
-               result.describe());
+    fmt::print(stderr, "keyshim: error: {}: {}\n", plan.actions.front().argv.front(), result.describe());
   }
   return result.ok() ? 0 : 1;
 }
@@ -214,13 +209,10 @@ Subcommand add_service(CLI::App& parent) {
                  "that runs `keyshim serve -c FILE`");
   app->require_subcommand(1);
   auto options = std::make_shared<ServiceOptions>();
-  CLI::App* install =
-      add_action(*app, "install",
-                 "write and start the service; refuses while the pool file has problems", *options);
-  CLI::App* uninstall =
-      add_action(*app, "uninstall", "stop the service and remove its file", *options);
-  CLI::App* status =
-      add_action(*app, "status", "show the service manager's view of the service", *options);
+  CLI::App* install = add_action(
+      *app, "install", "write and start the service; refuses while the pool file has problems", *options);
+  CLI::App* uninstall = add_action(*app, "uninstall", "stop the service and remove its file", *options);
+  CLI::App* status = add_action(*app, "status", "show the service manager's view of the service", *options);
   return {app, [options, install, uninstall, status] {
             if (install->parsed()) {
               return run_install(*options);

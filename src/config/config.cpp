@@ -22,8 +22,7 @@ std::string lowercase(std::string text) {
 std::optional<int> parse_port(const std::string& text) {
   int port = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || port < 0 ||
-      port > 65535) {
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || port < 0 || port > 65535) {
     return std::nullopt;
   }
   return port;
@@ -159,15 +158,15 @@ std::optional<UpstreamUrl> parse_upstream_url(const std::string& text, std::stri
   return url;
 }
 
-std::string ListenAddress::text() const { return fmt::format("{}:{}", bracket_if_v6(host), port); }
+std::string ListenAddress::text() const {
+  return fmt::format("{}:{}", bracket_if_v6(host), port);
+}
 
 std::optional<ListenAddress> parse_listen_address(const std::string& text, std::string& error) {
   ListenAddress address;
   std::string port_text;
-  if (!split_host_port(text, address.host, port_text) || address.host.empty() ||
-      port_text.empty()) {
-    error = fmt::format("must be HOST:PORT like \"127.0.0.1:8787\" or \"[::1]:8787\", not \"{}\"",
-                        text);
+  if (!split_host_port(text, address.host, port_text) || address.host.empty() || port_text.empty()) {
+    error = fmt::format("must be HOST:PORT like \"127.0.0.1:8787\" or \"[::1]:8787\", not \"{}\"", text);
     return std::nullopt;
   }
   std::optional<int> port = parse_port(port_text);

@@ -32,8 +32,8 @@ const char* to_string(Strategy strategy);
 // A parsed base_url. Parsed by keyshim, because httplib's Client misreads
 // URLs that carry a path.
 struct UpstreamUrl {
-  std::string scheme;      // "https" or "http"
-  std::string host;        // without brackets for IPv6
+  std::string scheme; // "https" or "http"
+  std::string host;   // without brackets for IPv6
   int port = 443;
   std::string path_prefix; // "" or "/something" without trailing slash
 
@@ -81,12 +81,12 @@ struct UpstreamSettings {
 };
 
 struct KeyConfig {
-  std::string label;     // defaults to the fingerprint
+  std::string label; // defaults to the fingerprint
   util::Secret secret;
-  UpstreamUrl base_url;  // per-key override or the [upstream] default
+  UpstreamUrl base_url; // per-key override or the [upstream] default
   Auth auth;
   std::optional<std::string> ca_file;
-  std::string source;    // where the secret came from: "key", "key_env OPENAI_KEY", "key_cmd pass"
+  std::string source; // where the secret came from: "key", "key_env OPENAI_KEY", "key_cmd pass"
 };
 
 struct Config {

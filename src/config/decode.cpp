@@ -1,7 +1,7 @@
 #include "config/decode.hpp"
 
-#include "config/value_parsers.hpp"
 #include "config/text_helpers.hpp"
+#include "config/value_parsers.hpp"
 #include "util/duration.hpp"
 
 #include <fmt/format.h>
@@ -18,8 +18,12 @@
 namespace keyshim::config {
 namespace {
 
-Decoded fail(std::string error) { return {std::nullopt, std::move(error)}; }
-Decoded ok(SettingValue value) { return {std::move(value), ""}; }
+Decoded fail(std::string error) {
+  return {std::nullopt, std::move(error)};
+}
+Decoded ok(SettingValue value) {
+  return {std::move(value), ""};
+}
 
 Decoded wrong_type(const toml::node& node, std::string_view expected) {
   return fail(fmt::format("must be {}, not {}", expected, describe_node_type(node)));
@@ -38,7 +42,8 @@ std::string bounds_problem(const Setting& setting, std::int64_t value, std::stri
 }
 
 Decoded decode_duration(const Setting& setting, const toml::node& node) {
-  constexpr std::string_view k_expected = "a duration like \"250ms\", \"10s\", \"5m\", \"1h\" or whole seconds";
+  constexpr std::string_view k_expected =
+      "a duration like \"250ms\", \"10s\", \"5m\", \"1h\" or whole seconds";
   std::chrono::milliseconds value{};
   if (const auto* seconds = node.as_integer()) {
     if (seconds->get() < 0 || seconds->get() > setting.max / 1000) {
@@ -56,9 +61,9 @@ Decoded decode_duration(const Setting& setting, const toml::node& node) {
   } else {
     return wrong_type(node, k_expected);
   }
-  std::string problem = bounds_problem(setting, value.count(),
-                                       util::format_duration(milliseconds(setting.min)),
-                                       util::format_duration(milliseconds(setting.max)));
+  std::string problem =
+      bounds_problem(setting, value.count(), util::format_duration(milliseconds(setting.min)),
+                     util::format_duration(milliseconds(setting.max)));
   return problem.empty() ? ok(value) : fail(problem);
 }
 
@@ -90,15 +95,15 @@ Decoded decode_integer(const Setting& setting, const toml::node& node) {
   if (!number) {
     return wrong_type(node, "an integer");
   }
-  std::string problem = bounds_problem(setting, number->get(), std::to_string(setting.min),
-                                       std::to_string(setting.max));
+  std::string problem =
+      bounds_problem(setting, number->get(), std::to_string(setting.min), std::to_string(setting.max));
   return problem.empty() ? ok(number->get()) : fail(problem);
 }
 
 Decoded decode_string_list(const toml::node& node, bool is_command) {
   const auto* array = node.as_array();
-  std::string_view expected = is_command ? "an array of strings like [\"pass\", \"show\", \"openai\"]"
-                                         : "an array of strings";
+  std::string_view expected =
+      is_command ? "an array of strings like [\"pass\", \"show\", \"openai\"]" : "an array of strings";
   if (!array) {
     return wrong_type(node, expected);
   }
@@ -106,8 +111,8 @@ Decoded decode_string_list(const toml::node& node, bool is_command) {
   for (const toml::node& item : *array) {
     const auto* text = item.as_string();
     if (!text) {
-      return fail(fmt::format("must be {}; item {} is {}", expected, items.size() + 1,
-                              describe_node_type(item)));
+      return fail(
+          fmt::format("must be {}; item {} is {}", expected, items.size() + 1, describe_node_type(item)));
     }
     if (is_command && text->get().empty()) {
       return fail(fmt::format("has an empty item {}", items.size() + 1));
@@ -144,8 +149,7 @@ Decoded decode_file(const toml::node& node, const std::string& base_dir) {
   }
   std::ifstream in(path);
   if (!in) {
-    return fail(fmt::format("names \"{}\", which cannot be read: {}", path.string(),
-                            errno_text(errno)));
+    return fail(fmt::format("names \"{}\", which cannot be read: {}", path.string(), errno_text(errno)));
   }
   // ca_file is the only file setting. Without a certificate in it every TLS
   // upstream would fail as "tls error", with nothing saying why.

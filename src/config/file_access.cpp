@@ -52,10 +52,9 @@ std::string file_permission_problem(const std::string& shown_path, unsigned mode
   if ((permissions & 077) == 0) {
     return "";
   }
-  const char* risk = (permissions & 044) != 0 ? "other users can read your API keys"
-                                              : "other users can change or run it";
-  return fmt::format("permissions {:04o} are too open: {}. Run: chmod 600 {}", permissions, risk,
-                     shown_path);
+  const char* risk =
+      (permissions & 044) != 0 ? "other users can read your API keys" : "other users can change or run it";
+  return fmt::format("permissions {:04o} are too open: {}. Run: chmod 600 {}", permissions, risk, shown_path);
 }
 
 std::string directory_problem(const std::string& file_path) {

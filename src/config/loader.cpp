@@ -55,8 +55,8 @@ public:
   LoadResult read(const toml::table& root);
 
   void report(const toml::source_region& where, std::string message) {
-    m_problems.push_back({m_file, static_cast<int>(where.begin.line),
-                          static_cast<int>(where.begin.column), std::move(message)});
+    m_problems.push_back({m_file, static_cast<int>(where.begin.line), static_cast<int>(where.begin.column),
+                          std::move(message)});
   }
   void report(std::string message) { m_problems.push_back({m_file, 0, 0, std::move(message)}); }
 
@@ -134,8 +134,7 @@ void PoolReader::read_top_level_names(const toml::table& root) {
       report(key.source(), hint.empty() ? fmt::format("unknown table [{}]; the file has [server], "
                                                       "[upstream] and [[keys]]",
                                                       name)
-                                        : fmt::format("unknown table [{}]; did you mean [{}]?", name,
-                                                      hint));
+                                        : fmt::format("unknown table [{}]; did you mean [{}]?", name, hint));
     } else if (std::string places = sections_holding(name); !places.empty()) {
       report(key.source(), fmt::format("\"{}\" is outside any table; move it into {}", name, places));
     } else {
@@ -152,8 +151,8 @@ const toml::table* PoolReader::section_table(const toml::table& root, std::strin
     return nullptr;
   }
   if (!node->is_table()) {
-    report(node->source(), fmt::format("\"{}\" must be a table written [{}], not {}", name, name,
-                                       describe_node_type(*node)));
+    report(node->source(),
+           fmt::format("\"{}\" must be a table written [{}], not {}", name, name, describe_node_type(*node)));
     return nullptr;
   }
   return node->as_table();
@@ -218,8 +217,7 @@ std::optional<ReadKey> PoolReader::read_key(const toml::table& table, std::size_
 }
 
 std::optional<util::Secret> PoolReader::resolve_secret(const toml::table& table, KeyEntry& entry,
-                                                       const std::string& context,
-                                                       std::string& source) {
+                                                       const std::string& context, std::string& source) {
   std::vector<std::string_view> given;
   for (std::string_view name : k_key_sources) {
     if (table.contains(name)) {
@@ -279,9 +277,9 @@ void PoolReader::check_duplicates(const std::vector<ReadKey>& keys) {
       // Health is tracked by fingerprint, and one key listed twice would be
       // tried twice on every failure.
       if (keys[i].key.secret.equals(keys[j].key.secret.reveal())) {
-        report(keys[i].entry_at, fmt::format("{}: same key as {} (fingerprint {}); remove one of them",
-                                             keys[i].context, keys[j].context,
-                                             keys[i].key.secret.fingerprint()));
+        report(keys[i].entry_at,
+               fmt::format("{}: same key as {} (fingerprint {}); remove one of them", keys[i].context,
+                           keys[j].context, keys[i].key.secret.fingerprint()));
         same_key = true;
       }
     }

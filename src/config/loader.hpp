@@ -11,8 +11,8 @@
 namespace keyshim::config {
 
 struct Problem {
-  std::string file;  // path as given
-  int line = 0;      // 0 when the problem has no position
+  std::string file; // path as given
+  int line = 0;     // 0 when the problem has no position
   int column = 0;
   std::string message;
 

@@ -1,7 +1,7 @@
 #include "config/secret_source.hpp"
 
-#include "config/value_parsers.hpp"
 #include "config/text_helpers.hpp"
+#include "config/value_parsers.hpp"
 #include "util/duration.hpp"
 
 #include <fcntl.h>
@@ -123,8 +123,8 @@ SecretOutcome secret_from_command(const std::vector<std::string>& argv, const Co
   int spawn_error = 0;
   {
     SpawnSetup setup(pipe_fds[0], pipe_fds[1]);
-    spawn_error = ::posix_spawnp(&pid, program.c_str(), &setup.actions, &setup.attributes,
-                                 args.data(), environ);
+    spawn_error =
+        ::posix_spawnp(&pid, program.c_str(), &setup.actions, &setup.attributes, args.data(), environ);
   }
   ::close(pipe_fds[1]);
   if (spawn_error != 0) {
@@ -142,8 +142,7 @@ SecretOutcome secret_from_command(const std::vector<std::string>& argv, const Co
       continue;
     }
     if (ready == 0 && steady::now() >= deadline) {
-      problem = fmt::format("did not finish within {} and was killed",
-                            util::format_duration(limits.timeout));
+      problem = fmt::format("did not finish within {} and was killed", util::format_duration(limits.timeout));
       break;
     }
     if (ready <= 0) {
@@ -170,8 +169,7 @@ SecretOutcome secret_from_command(const std::vector<std::string>& argv, const Co
     ::kill(pid, SIGKILL);
     ::waitpid(pid, &status, 0);
     if (problem.empty()) {
-      problem = fmt::format("did not finish within {} and was killed",
-                            util::format_duration(limits.timeout));
+      problem = fmt::format("did not finish within {} and was killed", util::format_duration(limits.timeout));
     }
     return failed(problem);
   }

@@ -19,13 +19,12 @@ struct SecretOutcome {
 SecretOutcome secret_from_env(const std::string& name);
 
 struct CommandLimits {
-  milliseconds timeout{10'000};     // the command is killed after this
+  milliseconds timeout{10'000};       // the command is killed after this
   std::size_t max_output = 64 * 1024; // more stdout than this is an error
 };
 
 // Run `argv` without a shell (stdin /dev/null, stderr inherited) and take the
 // first line of its stdout, trailing whitespace trimmed. Blocks up to `limits.timeout`.
-SecretOutcome secret_from_command(const std::vector<std::string>& argv,
-                                  const CommandLimits& limits = {});
+SecretOutcome secret_from_command(const std::vector<std::string>& argv, const CommandLimits& limits = {});
 
 } // namespace keyshim::config

@@ -5,27 +5,18 @@
 namespace keyshim::config {
 namespace {
 
-template <typename T>
-struct member_of;
-template <typename Class, typename Member>
-struct member_of<Member Class::*> {
+template <typename T> struct member_of;
+template <typename Class, typename Member> struct member_of<Member Class::*> {
   using owner = Class;
   using type = Member;
 };
 
-template <typename T>
-struct optional_inner {
-  using type = T;
-};
-template <typename T>
-struct optional_inner<std::optional<T>> {
-  using type = T;
-};
+template <typename T> struct optional_inner { using type = T; };
+template <typename T> struct optional_inner<std::optional<T>> { using type = T; };
 
 // Store a decoded value into a struct member: optionals are filled, integers
 // narrowed (the table's bounds have been checked), everything else moved.
-template <typename Member>
-void assign(Member& member, SettingValue&& value) {
+template <typename Member> void assign(Member& member, SettingValue&& value) {
   using Inner = typename optional_inner<Member>::type;
   if constexpr (std::is_same_v<Inner, int>) {
     member = static_cast<int>(std::get<std::int64_t>(value));
@@ -34,8 +25,7 @@ void assign(Member& member, SettingValue&& value) {
   }
 }
 
-template <auto Member>
-void apply_member(SettingTarget& target, SettingValue&& value) {
+template <auto Member> void apply_member(SettingTarget& target, SettingValue&& value) {
   using Owner = typename member_of<decltype(Member)>::owner;
   if constexpr (std::is_same_v<Owner, ServerSettings>) {
     assign(target.server->*Member, std::move(value));
@@ -58,9 +48,8 @@ std::vector<Setting> make_table() {
       {"listen", S::server, T::listen, "\"127.0.0.1:8787\"", false,
        "address to listen on; loopback only: 127.0.0.0/8, [::1], localhost", 0, 0,
        apply_member<&ServerSettings::listen>},
-      {"client_token", S::server, T::secret, "", true,
-       "optional: clients must present this as their key", 0, 0,
-       apply_member<&ServerSettings::client_token>},
+      {"client_token", S::server, T::secret, "", true, "optional: clients must present this as their key", 0,
+       0, apply_member<&ServerSettings::client_token>},
       {"allowed_origins", S::server, T::string_list, "[]", true,
        "browser Origins allowed to call keyshim (none by default)", 0, 0,
        apply_member<&ServerSettings::allowed_origins>},
@@ -87,11 +76,10 @@ std::vector<Setting> make_table() {
        "longest wait for a connection (and TLS handshake) to the upstream", k_ms, k_day_ms,
        apply_member<&UpstreamSettings::connect_timeout>},
       {"first_byte_timeout", S::upstream, T::duration, "\"10m\"", true,
-       "longest wait for the first byte of a response; reasoning models can think for minutes",
-       k_ms, k_day_ms, apply_member<&UpstreamSettings::first_byte_timeout>},
-      {"idle_timeout", S::upstream, T::duration, "\"5m\"", true,
-       "longest silence once a body is flowing", k_ms, k_day_ms,
-       apply_member<&UpstreamSettings::idle_timeout>},
+       "longest wait for the first byte of a response; reasoning models can think for minutes", k_ms,
+       k_day_ms, apply_member<&UpstreamSettings::first_byte_timeout>},
+      {"idle_timeout", S::upstream, T::duration, "\"5m\"", true, "longest silence once a body is flowing",
+       k_ms, k_day_ms, apply_member<&UpstreamSettings::idle_timeout>},
       {"max_cooldown", S::upstream, T::duration, "\"24h\"", true,
        "cap on any cooldown a provider hint asks for", k_ms, 30 * k_day_ms,
        apply_member<&UpstreamSettings::max_cooldown>},
@@ -99,18 +87,15 @@ std::vector<Setting> make_table() {
        "extra CA certificate (PEM) for TLS upstreams; relative to the pool file's directory", 0, 0,
        apply_member<&UpstreamSettings::ca_file>},
       // [[keys]]
-      {"label", S::key, T::label, "", true,
-       "shown in logs and status; defaults to the key's fingerprint", 0, 0,
-       apply_member<&KeyEntry::label>},
-      {"key", S::key, T::secret, "", true,
-       "the key itself; exactly one of key / key_env / key_cmd", 0, 0,
+      {"label", S::key, T::label, "", true, "shown in logs and status; defaults to the key's fingerprint", 0,
+       0, apply_member<&KeyEntry::label>},
+      {"key", S::key, T::secret, "", true, "the key itself; exactly one of key / key_env / key_cmd", 0, 0,
        apply_member<&KeyEntry::key>},
-      {"key_env", S::key, T::env_name, "", true,
-       "name of an environment variable holding the key", 0, 0,
+      {"key_env", S::key, T::env_name, "", true, "name of an environment variable holding the key", 0, 0,
        apply_member<&KeyEntry::key_env>},
       {"key_cmd", S::key, T::command, "", true,
-       "command (argv, no shell) whose first output line is the key, e.g. [\"pass\", \"show\", \"x\"]",
-       0, 0, apply_member<&KeyEntry::key_cmd>},
+       "command (argv, no shell) whose first output line is the key, e.g. [\"pass\", \"show\", \"x\"]", 0, 0,
+       apply_member<&KeyEntry::key_cmd>},
       {"base_url", S::key, T::url, "", true, "per-key override of [upstream] base_url", 0, 0,
        apply_member<&KeyEntry::base_url>},
       {"auth", S::key, T::auth, "", true, "per-key override of [upstream] auth", 0, 0,

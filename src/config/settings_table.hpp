@@ -28,10 +28,10 @@ enum class SettingType {
   size,        // bytes, or "64MiB"
   duration,    // "10s", or whole seconds
   integer,
-  url,         // an upstream base_url
+  url, // an upstream base_url
   auth,
   strategy,
-  file,        // a readable file; relative paths start at the pool file's directory
+  file, // a readable file; relative paths start at the pool file's directory
 };
 
 // A [[keys]] entry as written, before the [upstream] defaults fill its gaps.
@@ -47,8 +47,7 @@ struct KeyEntry {
 
 // A decoded value: which alternative depends on the SettingType.
 using SettingValue = std::variant<std::string, util::Secret, std::vector<std::string>, std::int64_t,
-                                  std::uint64_t, milliseconds, ListenAddress, UpstreamUrl, Auth,
-                                  Strategy>;
+                                  std::uint64_t, milliseconds, ListenAddress, UpstreamUrl, Auth, Strategy>;
 
 // Where decoded values are stored; only the member for the setting's section is used.
 struct SettingTarget {
@@ -62,9 +61,9 @@ struct Setting {
   Section section;
   SettingType type;
   std::string_view default_text; // as written in TOML; "" when there is none
-  bool reloadable;                // SIGHUP may change it; false: it takes a restart
-  std::string_view doc;           // one line, for keys.example.toml and the README
-  std::int64_t min = 0;           // bounds: integer value, size in bytes, duration in ms
+  bool reloadable;               // SIGHUP may change it; false: it takes a restart
+  std::string_view doc;          // one line, for keys.example.toml and the README
+  std::int64_t min = 0;          // bounds: integer value, size in bytes, duration in ms
   std::int64_t max = std::numeric_limits<std::int64_t>::max();
   void (*apply)(SettingTarget& target, SettingValue&& value) = nullptr;
 };

@@ -11,6 +11,8 @@ std::string lowercase_first(std::string text) {
   return text;
 }
 
-std::string errno_text(int errnum) { return lowercase_first(std::strerror(errnum)); }
+std::string errno_text(int errnum) {
+  return lowercase_first(std::strerror(errnum));
+}
 
 } // namespace keyshim::config

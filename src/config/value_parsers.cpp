@@ -32,8 +32,8 @@ constexpr std::array<std::pair<std::string_view, std::uint64_t>, 4> k_size_units
 constexpr std::size_t k_max_label_length = 64;
 
 bool is_query_param_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '-' || c == '.';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+         c == '.';
 }
 
 bool is_label_char(char c) {

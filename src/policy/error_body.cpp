@@ -44,10 +44,9 @@ BillingSignal billing_signal(std::string_view body) {
                               "billing_disabled",          // Gemini ErrorInfo reason (403)
                               "requires billing",          // Gemini "...requires billing to be enabled"
                               "billing to be enabled",
-                              "enable billing",            // Gemini free tier unavailable (400)
-                              "billing is not enabled",
-                              "billing has been disabled",
-                              "spending cap",              // Gemini project spend cap (429)
+                              "enable billing", // Gemini free tier unavailable (400)
+                              "billing is not enabled", "billing has been disabled",
+                              "spending cap", // Gemini project spend cap (429)
                           })) {
     return BillingSignal::billing;
   }

@@ -98,9 +98,8 @@ Verdict rate_limit_verdict(const Outcome& outcome, const KeyHistory& history, ut
     return make(Action::next_key, HealthChange::cool, wait, "429 " + source);
   }
   // No hint: back off harder on each hint-less 429 in a row.
-  milliseconds wait = cap(doubling(k_rate_limit_cooldown, history.consecutive_rate_limits,
-                                   k_rate_limit_cooldown_cap),
-                          limits);
+  milliseconds wait = cap(
+      doubling(k_rate_limit_cooldown, history.consecutive_rate_limits, k_rate_limit_cooldown_cap), limits);
   Verdict verdict = make(Action::next_key, HealthChange::cool, wait, "429");
   verdict.rate_limited = true;
   return verdict;

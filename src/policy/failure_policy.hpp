@@ -13,11 +13,11 @@ namespace keyshim::policy {
 using std::chrono::milliseconds;
 
 enum class TransportFailure {
-  none,                  // an HTTP response arrived
-  connect,               // refused, unreachable, connect timeout
-  tls,                   // handshake or certificate failure
-  closed_before_response,// reset/close before a complete status line and headers
-  first_byte_timeout,    // headers or first body bytes did not arrive in time
+  none,                   // an HTTP response arrived
+  connect,                // refused, unreachable, connect timeout
+  tls,                    // handshake or certificate failure
+  closed_before_response, // reset/close before a complete status line and headers
+  first_byte_timeout,     // headers or first body bytes did not arrive in time
 };
 
 struct Header {
@@ -43,11 +43,11 @@ enum class Action {
 };
 
 enum class HealthChange {
-  success,  // clears the failure and rate-limit streaks
-  failure,  // counts toward the failure streak; `cooldown` > 0 once the streak reaches 3
-  cool,     // cooling for `cooldown` (never shortens a longer existing cooldown)
-  disable,  // disabled until reload
-  none,     // untouched
+  success, // clears the failure and rate-limit streaks
+  failure, // counts toward the failure streak; `cooldown` > 0 once the streak reaches 3
+  cool,    // cooling for `cooldown` (never shortens a longer existing cooldown)
+  disable, // disabled until reload
+  none,    // untouched
 };
 
 struct Verdict {

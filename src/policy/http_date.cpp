@@ -91,9 +91,9 @@ private:
 };
 
 constexpr std::array<std::string_view, 12> k_months = {"jan", "feb", "mar", "apr", "may", "jun",
-                                                        "jul", "aug", "sep", "oct", "nov", "dec"};
+                                                       "jul", "aug", "sep", "oct", "nov", "dec"};
 constexpr std::array<std::string_view, 7> k_short_days = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
-constexpr std::array<std::string_view, 7> k_long_days = {"monday", "tuesday", "wednesday", "thursday",
+constexpr std::array<std::string_view, 7> k_long_days = {"monday", "tuesday",  "wednesday", "thursday",
                                                          "friday", "saturday", "sunday"};
 
 std::optional<unsigned> month_number(std::string_view name) {
@@ -105,8 +105,7 @@ std::optional<unsigned> month_number(std::string_view name) {
   return std::nullopt;
 }
 
-template <std::size_t N>
-bool is_one_of(std::string_view name, const std::array<std::string_view, N>& names) {
+template <std::size_t N> bool is_one_of(std::string_view name, const std::array<std::string_view, N>& names) {
   for (std::string_view candidate : names) {
     if (detail::iequals(name, candidate)) {
       return true;

@@ -160,10 +160,23 @@ std::optional<RetryHint> anthropic_reset(const std::vector<Header>& headers, uti
 // Seconds per unit word ("s", "sec", "seconds", "min", "hours"...); 0 if none.
 double unit_seconds(std::string_view word) {
   static constexpr std::array<std::pair<std::string_view, double>, 17> k_units = {{
-      {"ms", 0.001}, {"millisecond", 0.001}, {"milliseconds", 0.001},
-      {"s", 1}, {"sec", 1}, {"secs", 1}, {"second", 1}, {"seconds", 1},
-      {"m", 60}, {"min", 60}, {"mins", 60}, {"minute", 60}, {"minutes", 60},
-      {"h", 3600}, {"hr", 3600}, {"hour", 3600}, {"hours", 3600},
+      {"ms", 0.001},
+      {"millisecond", 0.001},
+      {"milliseconds", 0.001},
+      {"s", 1},
+      {"sec", 1},
+      {"secs", 1},
+      {"second", 1},
+      {"seconds", 1},
+      {"m", 60},
+      {"min", 60},
+      {"mins", 60},
+      {"minute", 60},
+      {"minutes", 60},
+      {"h", 3600},
+      {"hr", 3600},
+      {"hour", 3600},
+      {"hours", 3600},
   }};
   for (const auto& [name, seconds] : k_units) {
     if (word == name) {

@@ -78,9 +78,13 @@ std::shared_ptr<KeyPool> KeyPool::reloaded(const KeyPool& previous, std::vector<
   return pool;
 }
 
-std::size_t KeyPool::size() const { return m_keys.size(); }
+std::size_t KeyPool::size() const {
+  return m_keys.size();
+}
 
-const config::KeyConfig& KeyPool::key(std::size_t index) const { return m_keys.at(index); }
+const config::KeyConfig& KeyPool::key(std::size_t index) const {
+  return m_keys.at(index);
+}
 
 Selection KeyPool::acquire(const std::vector<bool>& excluded) {
   const util::TimePoint now = m_clock.now();
@@ -172,7 +176,8 @@ void KeyPool::record_success(std::size_t index, int status) {
   cell.health.last_status = status;
 }
 
-void KeyPool::record_failure(std::size_t index, int status, milliseconds cooldown, const std::string& reason) {
+void KeyPool::record_failure(std::size_t index, int status, milliseconds cooldown,
+                             const std::string& reason) {
   Cell& cell = *m_cells.at(index);
   std::lock_guard lock(cell.mutex);
   cell.health.error_count++;

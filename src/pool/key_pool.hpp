@@ -28,7 +28,7 @@ struct KeyHealth {
   std::uint64_t error_count = 0;
   int consecutive_failures = 0;
   int consecutive_rate_limits = 0;
-  int last_status = 0;                  // 0 = none yet or transport failure
+  int last_status = 0; // 0 = none yet or transport failure
   util::TimePoint last_used{};
   int in_flight = 0;
 };
@@ -48,8 +48,9 @@ struct Counts {
 };
 
 struct Selection {
-  std::optional<std::size_t> index;                 // the chosen key, already counted in flight
-  std::optional<util::TimePoint> earliest_available; // when nothing is eligible: the first cooldown end, if any
+  std::optional<std::size_t> index; // the chosen key, already counted in flight
+  std::optional<util::TimePoint>
+      earliest_available; // when nothing is eligible: the first cooldown end, if any
 };
 
 class KeyPool {
@@ -60,8 +61,7 @@ public:
   // A new pool for a reloaded file. Keys whose fingerprint also exists in
   // `previous` share its health (cooling keeps cooling, disabled stays
   // disabled, in-flight counts continue); new keys start available.
-  static std::shared_ptr<KeyPool> reloaded(const KeyPool& previous,
-                                           std::vector<config::KeyConfig> keys,
+  static std::shared_ptr<KeyPool> reloaded(const KeyPool& previous, std::vector<config::KeyConfig> keys,
                                            config::Strategy strategy);
 
   std::size_t size() const;

@@ -35,7 +35,7 @@ Answer unreachable_answer(const std::vector<std::string>& tried_keys) {
   answer.status = 502;
   answer.headers.emplace("Content-Type", "application/json");
   answer.body = json_error_body(fmt::format("keyshim: no upstream response ({})", tried),
-                           "keyshim_upstream_unreachable", "upstream_unreachable");
+                                "keyshim_upstream_unreachable", "upstream_unreachable");
   return answer;
 }
 
@@ -46,8 +46,8 @@ Answer no_key_answer(const pool::Selection& selection) {
   std::string message;
   if (selection.earliest_available) {
     auto wait = duration_cast<milliseconds>(*selection.earliest_available - system_clock::now());
-    auto seconds_left = std::max<long long>(1, static_cast<long long>(std::ceil(
-                                                   static_cast<double>(wait.count()) / 1000.0)));
+    auto seconds_left =
+        std::max<long long>(1, static_cast<long long>(std::ceil(static_cast<double>(wait.count()) / 1000.0)));
     answer.headers.emplace("Retry-After", std::to_string(seconds_left));
     message = fmt::format("keyshim: every key is cooling or disabled; the next one is available in {} "
                           "(see `keyshim status`)",

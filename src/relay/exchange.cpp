@@ -3,7 +3,8 @@
 namespace keyshim::relay {
 
 Exchange::Exchange(std::size_t queue_limit)
-    : m_queue_limit(queue_limit), m_last_activity(std::chrono::steady_clock::now()) {}
+    : m_queue_limit(queue_limit), m_last_activity(std::chrono::steady_clock::now()) {
+}
 
 Exchange::~Exchange() {
   // Never let a joinable thread reach std::thread's destructor (terminate).
@@ -148,14 +149,16 @@ void Exchange::note_held_bytes() {
   m_attempt_last_bytes = std::chrono::steady_clock::now();
 }
 
-void Exchange::enforce_attempt_deadlines(std::chrono::milliseconds first_byte, std::chrono::milliseconds idle) {
+void Exchange::enforce_attempt_deadlines(std::chrono::milliseconds first_byte,
+                                         std::chrono::milliseconds idle) {
   {
     std::lock_guard lock(m_mutex);
     if (m_phase != Phase::waiting || !m_attempt_running) {
       return;
     }
     auto now = std::chrono::steady_clock::now();
-    bool late = m_attempt_has_bytes ? now - m_attempt_last_bytes > idle : now - m_attempt_started > first_byte;
+    bool late =
+        m_attempt_has_bytes ? now - m_attempt_last_bytes > idle : now - m_attempt_started > first_byte;
     if (!late) {
       return;
     }
@@ -166,8 +169,7 @@ void Exchange::enforce_attempt_deadlines(std::chrono::milliseconds first_byte, s
 
 bool Exchange::idle_for_longer_than(std::chrono::milliseconds timeout) const {
   std::lock_guard lock(m_mutex);
-  return !m_finished && !m_blocked_on_queue &&
-         std::chrono::steady_clock::now() - m_last_activity > timeout;
+  return !m_finished && !m_blocked_on_queue && std::chrono::steady_clock::now() - m_last_activity > timeout;
 }
 
 void Exchange::cancel(const std::string& why) {

@@ -64,8 +64,7 @@ public:
   void answer(Answer answer);
   bool cancelled() const;
   // Request log fields the upstream thread knows (chain, key, attempts...).
-  template <typename F>
-  void update_record(F&& change) {
+  template <typename F> void update_record(F&& change) {
     std::lock_guard lock(m_mutex);
     change(m_record);
   }
@@ -83,10 +82,10 @@ public:
   Answer take_answer();
 
   struct Pull {
-    std::string bytes;     // everything queued (may be empty on a tick)
-    bool ended = false;    // no more bytes will come
-    bool clean = false;    // ...because the upstream body completed
-    std::string why;       // ...or why it broke
+    std::string bytes;  // everything queued (may be empty on a tick)
+    bool ended = false; // no more bytes will come
+    bool clean = false; // ...because the upstream body completed
+    std::string why;    // ...or why it broke
   };
   // Take queued bytes, waiting up to `tick` for some to arrive.
   Pull pull(std::chrono::milliseconds tick);

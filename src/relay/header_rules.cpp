@@ -8,20 +8,22 @@ namespace keyshim::relay {
 namespace {
 
 constexpr std::array<std::string_view, 9> k_hop_by_hop = {
-    "connection", "keep-alive", "proxy-connection", "te",        "trailer",
-    "transfer-encoding", "upgrade", "proxy-authorization", "proxy-authenticate"};
+    "connection", "keep-alive",          "proxy-connection",  "te", "trailer", "transfer-encoding",
+    "upgrade",    "proxy-authorization", "proxy-authenticate"};
 
 // Headers a client uses to send its (placeholder) key. The pool key replaces
 // them; forwarding the client's value would leak a shim token upstream or
 // confuse the provider with two credentials.
 constexpr std::array<std::string_view, 4> k_credential_headers = {"authorization", "x-api-key",
-                                                                   "x-goog-api-key", "api-key"};
+                                                                  "x-goog-api-key", "api-key"};
 
 // Headers httplib's server inserts into every request; they never came from the client.
-constexpr std::array<std::string_view, 4> k_pseudo_headers = {"remote_addr", "remote_port",
-                                                               "local_addr", "local_port"};
+constexpr std::array<std::string_view, 4> k_pseudo_headers = {"remote_addr", "remote_port", "local_addr",
+                                                              "local_port"};
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+char lower(char c) {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
 
 std::string lowercase(std::string_view s) {
   std::string out(s);
@@ -29,12 +31,13 @@ std::string lowercase(std::string_view s) {
   return out;
 }
 
-template <std::size_t N>
-bool in_list(const std::array<std::string_view, N>& list, std::string_view name) {
+template <std::size_t N> bool in_list(const std::array<std::string_view, N>& list, std::string_view name) {
   return std::any_of(list.begin(), list.end(), [&](std::string_view entry) { return iequals(entry, name); });
 }
 
-bool has_crlf(std::string_view value) { return value.find_first_of("\r\n") != std::string_view::npos; }
+bool has_crlf(std::string_view value) {
+  return value.find_first_of("\r\n") != std::string_view::npos;
+}
 
 // Names listed in Connection headers ("Connection: keep-alive, X-Foo").
 std::set<std::string> connection_named(const httplib::Headers& headers) {
@@ -108,15 +111,17 @@ bool iequals(std::string_view a, std::string_view b) {
          std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
 }
 
-bool is_hop_by_hop(std::string_view name) { return in_list(k_hop_by_hop, name); }
+bool is_hop_by_hop(std::string_view name) {
+  return in_list(k_hop_by_hop, name);
+}
 
 httplib::Headers upstream_request_headers(const httplib::Headers& client_headers) {
   std::set<std::string> named = connection_named(client_headers);
   httplib::Headers out;
   for (const auto& [name, value] : client_headers) {
     if (is_hop_by_hop(name) || named.count(lowercase(name)) || iequals(name, "host") ||
-        iequals(name, "content-length") || iequals(name, "expect") ||
-        in_list(k_credential_headers, name) || in_list(k_pseudo_headers, name) || has_crlf(value)) {
+        iequals(name, "content-length") || iequals(name, "expect") || in_list(k_credential_headers, name) ||
+        in_list(k_pseudo_headers, name) || has_crlf(value)) {
       continue;
     }
     out.emplace(name, value);

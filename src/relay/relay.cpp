@@ -40,7 +40,8 @@ struct InFlight {
 
 } // namespace
 
-Relay::Relay(milliseconds tick) : m_tick(tick) {}
+Relay::Relay(milliseconds tick) : m_tick(tick) {
+}
 
 void Relay::handle(std::shared_ptr<const PoolState> state, const httplib::Request& req,
                    httplib::Response& res, std::function<bool()> client_gone) {

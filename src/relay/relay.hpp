@@ -21,8 +21,8 @@ public:
   // Forward `req` with a key from `state` and fill `res` (status, headers, and
   // a body or a streaming provider). `client_gone` reports a hung-up client.
   // Never throws.
-  void handle(std::shared_ptr<const PoolState> state, const httplib::Request& req,
-              httplib::Response& res, std::function<bool()> client_gone);
+  void handle(std::shared_ptr<const PoolState> state, const httplib::Request& req, httplib::Response& res,
+              std::function<bool()> client_gone);
 
   // End every in-flight relay now (the drain timeout ran out).
   void abort_all() { m_aborting = true; }
@@ -31,8 +31,8 @@ public:
   UpstreamClients& clients() { return m_clients; }
 
 private:
-  void forward(std::shared_ptr<const PoolState> state, const httplib::Request& req,
-               httplib::Response& res, const std::function<bool()>& client_gone);
+  void forward(std::shared_ptr<const PoolState> state, const httplib::Request& req, httplib::Response& res,
+               const std::function<bool()>& client_gone);
 
   std::chrono::milliseconds m_tick;
   UpstreamClients m_clients;

@@ -12,16 +12,16 @@ namespace keyshim::relay {
 
 struct RequestRecord {
   std::string method;
-  std::string path;                // without the query: a query may carry a key
-  int status = 0;                  // what the client got; 0 when it left first
-  std::string key_label;           // the key that served it, "" if none
+  std::string path;      // without the query: a query may carry a key
+  int status = 0;        // what the client got; 0 when it left first
+  std::string key_label; // the key that served it, "" if none
   int attempts = 0;
-  std::vector<std::string> chain;  // "label:status" or "label:connect error" per attempt
+  std::vector<std::string> chain; // "label:status" or "label:connect error" per attempt
   std::optional<std::chrono::milliseconds> ttfb;
   std::chrono::milliseconds duration{0};
-  std::uint64_t bytes = 0;         // body bytes written to the client
-  bool stream = false;             // sent chunked as it arrived
-  std::string error;               // why it ended abnormally, "" when it did not
+  std::uint64_t bytes = 0; // body bytes written to the client
+  bool stream = false;     // sent chunked as it arrived
+  std::string error;       // why it ended abnormally, "" when it did not
 };
 
 // Write `record` through util::Logger in the configured format.

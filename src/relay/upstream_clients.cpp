@@ -16,8 +16,7 @@ std::string scheme_host_port(const config::UpstreamUrl& url) {
   return fmt::format("{}://{}{}{}:{}", url.scheme, v6 ? "[" : "", url.host, v6 ? "]" : "", url.port);
 }
 
-template <typename Duration>
-std::pair<time_t, time_t> sec_usec(Duration d) {
+template <typename Duration> std::pair<time_t, time_t> sec_usec(Duration d) {
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(d).count();
   return {static_cast<time_t>(us / 1'000'000), static_cast<time_t>(us % 1'000'000)};
 }
@@ -70,7 +69,8 @@ std::shared_ptr<httplib::Client> make_client(const config::UpstreamUrl& url,
 } // namespace
 
 UpstreamClients::UpstreamClients(std::size_t max_idle_per_origin, std::chrono::milliseconds max_idle_age)
-    : m_max_idle_per_origin(max_idle_per_origin), m_max_idle_age(max_idle_age) {}
+    : m_max_idle_per_origin(max_idle_per_origin), m_max_idle_age(max_idle_age) {
+}
 
 std::string UpstreamClients::origin_key(const config::UpstreamUrl& url,
                                         const std::optional<std::string>& ca_file) {

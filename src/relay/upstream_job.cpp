@@ -91,10 +91,11 @@ const char* describe(policy::TransportFailure failure) {
   return "error";
 }
 
-UpstreamJob::UpstreamJob(std::shared_ptr<const PoolState> state, ForwardedRequest request,
-                         Exchange& exchange, UpstreamClients& clients)
+UpstreamJob::UpstreamJob(std::shared_ptr<const PoolState> state, ForwardedRequest request, Exchange& exchange,
+                         UpstreamClients& clients)
     : m_state(std::move(state)), m_config(*m_state->config), m_pool(*m_state->pool),
-      m_request(std::move(request)), m_exchange(exchange), m_clients(clients) {}
+      m_request(std::move(request)), m_exchange(exchange), m_clients(clients) {
+}
 
 void UpstreamJob::run() {
   const int max_attempts = m_config.upstream.max_attempts;
@@ -248,8 +249,8 @@ UpstreamJob::AttemptResult UpstreamJob::attempt(std::size_t index) {
       // although the status said 200, and nothing has been sent yet.
       outcome = {policy::TransportFailure::none, status, to_policy_headers(headers),
                  held.substr(0, end.value_or(held.size())), true};
-      policy::Verdict verdict = policy::classify(outcome, history_of(m_pool, index),
-                                                 system_clock::now(), {settings.max_cooldown});
+      policy::Verdict verdict =
+          policy::classify(outcome, history_of(m_pool, index), system_clock::now(), {settings.max_cooldown});
       if (verdict.action != policy::Action::commit) {
         early_verdict = verdict;
         return false;
@@ -286,7 +287,8 @@ UpstreamJob::AttemptResult UpstreamJob::attempt(std::size_t index) {
   if (committed) {
     std::string why;
     if (!sent) {
-      why = m_exchange.cancelled() ? "client went away" : fmt::format("upstream {}", httplib::to_string(error));
+      why =
+          m_exchange.cancelled() ? "client went away" : fmt::format("upstream {}", httplib::to_string(error));
     }
     m_exchange.finish(sent, why);
     result.kind = AttemptResult::Kind::committed;
@@ -326,8 +328,8 @@ UpstreamJob::AttemptResult UpstreamJob::attempt(std::size_t index) {
     outcome = {};
     outcome.transport = expired ? policy::TransportFailure::first_byte_timeout : transport_failure(error);
   }
-  result.verdict = policy::classify(outcome, history_of(m_pool, index), system_clock::now(),
-                                    {settings.max_cooldown});
+  result.verdict =
+      policy::classify(outcome, history_of(m_pool, index), system_clock::now(), {settings.max_cooldown});
   result.outcome = std::move(outcome);
   return result;
 }
@@ -335,9 +337,8 @@ UpstreamJob::AttemptResult UpstreamJob::attempt(std::size_t index) {
 void UpstreamJob::apply_health(std::size_t index, const policy::Outcome& outcome,
                                const policy::Verdict& verdict) {
   const std::string& label = m_pool.key(index).label;
-  std::string what = outcome.transport == policy::TransportFailure::none
-                         ? std::to_string(outcome.status)
-                         : describe(outcome.transport);
+  std::string what = outcome.transport == policy::TransportFailure::none ? std::to_string(outcome.status)
+                                                                         : describe(outcome.transport);
   m_tried.push_back(fmt::format("{}: {}", label, what));
   m_exchange.update_record([&](RequestRecord& r) {
     r.chain.push_back(fmt::format("{}:{}", label,

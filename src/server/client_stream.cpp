@@ -38,7 +38,8 @@ void address_of(const sockaddr_storage& addr, std::string& ip, int& port) {
 
 ClientStream::ClientStream(int fd, std::chrono::milliseconds read_timeout,
                            std::chrono::milliseconds write_timeout)
-    : m_fd(fd), m_read_timeout(read_timeout), m_write_timeout(write_timeout) {}
+    : m_fd(fd), m_read_timeout(read_timeout), m_write_timeout(write_timeout) {
+}
 
 int ClientStream::poll_readable(std::chrono::milliseconds timeout) const {
   pollfd p{m_fd, POLLIN, 0};
@@ -80,7 +81,9 @@ bool ClientStream::is_writable() const {
   return n > 0 && (p.revents & POLLOUT) && !(p.revents & (POLLERR | POLLHUP | POLLNVAL));
 }
 
-void ClientStream::limit_body(std::uint64_t budget) { m_budget = budget; }
+void ClientStream::limit_body(std::uint64_t budget) {
+  m_budget = budget;
+}
 
 ssize_t ClientStream::read(char* ptr, size_t size) {
   if (m_budget == 0) {
@@ -95,7 +98,8 @@ ssize_t ClientStream::read(char* ptr, size_t size) {
       return n;
     }
   }
-  std::size_t n = std::min({size, m_buffer.size() - m_offset, static_cast<std::size_t>(std::min<std::uint64_t>(m_budget, SIZE_MAX))});
+  std::size_t n = std::min({size, m_buffer.size() - m_offset,
+                            static_cast<std::size_t>(std::min<std::uint64_t>(m_budget, SIZE_MAX))});
   std::memcpy(ptr, m_buffer.data() + m_offset, n);
   m_offset += n;
   if (m_budget != UINT64_MAX) {
@@ -160,7 +164,8 @@ ClientStream::HeadRead ClientStream::read_head(std::size_t limit, std::chrono::m
     if (pending.size() > limit) {
       return HeadRead::too_large;
     }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       return HeadRead::timeout;
     }

@@ -27,8 +27,7 @@ public:
   enum class Wait { ready, closed, timeout, stopped };
   // Wait up to `timeout` for the next request's first byte, giving up early
   // when `stop()` turns true (checked every 100 ms).
-  template <typename StopFn>
-  Wait wait_for_request(std::chrono::milliseconds timeout, StopFn stop);
+  template <typename StopFn> Wait wait_for_request(std::chrono::milliseconds timeout, StopFn stop);
 
   // Buffer until the head (through its blank line) is complete. Returns the
   // head, or why not: closed, timeout, or too large (more than `limit` bytes).
@@ -70,7 +69,8 @@ ClientStream::Wait ClientStream::wait_for_request(std::chrono::milliseconds time
     if (stop()) {
       return Wait::stopped;
     }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       return Wait::timeout;
     }

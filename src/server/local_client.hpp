@@ -10,10 +10,10 @@
 namespace keyshim::server {
 
 struct LocalResponse {
-  int status = 0;             // 0 when no HTTP response arrived
-  std::string body;           // the body, unless a receiver consumed it
-  bool refused = false;       // nothing accepted the connection
-  std::string error;          // transport error text when status is 0
+  int status = 0;       // 0 when no HTTP response arrived
+  std::string body;     // the body, unless a receiver consumed it
+  bool refused = false; // nothing accepted the connection
+  std::string error;    // transport error text when status is 0
 };
 
 // GET `path` (2 s to connect, 5 s to read), presenting `token` as a Bearer

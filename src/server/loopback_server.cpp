@@ -54,7 +54,9 @@ void LoopbackServer::widen_backlog(int backlog) {
   }
 }
 
-bool LoopbackServer::current_client_gone() { return t_stream != nullptr && t_stream->peer_closed(); }
+bool LoopbackServer::current_client_gone() {
+  return t_stream != nullptr && t_stream->peer_closed();
+}
 
 bool LoopbackServer::refuse_head(ClientStream& stream, int status, std::string_view message) {
   util::log_warn("refused request: {} {}", status, message);

@@ -13,9 +13,9 @@
 namespace keyshim::server {
 
 struct ConnectionLimits {
-  std::chrono::milliseconds head_timeout{30'000}; // whole head must arrive within this
-  std::chrono::milliseconds keep_alive{5'000};    // idle time between requests
-  std::chrono::milliseconds read_timeout{30'000}; // one read of a request body
+  std::chrono::milliseconds head_timeout{30'000};   // whole head must arrive within this
+  std::chrono::milliseconds keep_alive{5'000};      // idle time between requests
+  std::chrono::milliseconds read_timeout{30'000};   // one read of a request body
   std::chrono::milliseconds write_timeout{300'000}; // a client that stops reading a stream
   std::size_t keep_alive_requests = 1000;
 };

@@ -120,9 +120,9 @@ HeadVerdict check_head(std::string_view head, const HeadLimits& limits) {
 }
 
 std::string error_response(int status, std::string_view message) {
-  std::string body = fmt::format(
-      R"({{"error":{{"message":"keyshim: {}","type":"keyshim_bad_request","code":"http_{}"}}}})",
-      util::json_escape(message), status);
+  std::string body =
+      fmt::format(R"({{"error":{{"message":"keyshim: {}","type":"keyshim_bad_request","code":"http_{}"}}}})",
+                  util::json_escape(message), status);
   return fmt::format("HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n"
                      "Connection: close\r\n\r\n{}",
                      status, reason_phrase(status), body.size(), body);

@@ -9,8 +9,8 @@
 namespace keyshim::server {
 
 struct HeadLimits {
-  std::size_t max_head_bytes = 64 * 1024;  // whole header block
-  std::size_t max_line_bytes = 8 * 1024;   // one line
+  std::size_t max_head_bytes = 64 * 1024; // whole header block
+  std::size_t max_line_bytes = 8 * 1024;  // one line
   std::uint64_t max_body_bytes = 64ull * 1024 * 1024;
 };
 

@@ -28,8 +28,7 @@ void refuse(httplib::Response& res, int status, std::string_view message, std::s
 } // namespace
 
 ShimServer::ShimServer(ServeOptions options)
-    : m_options(std::move(options)), m_http(m_options.limits),
-      m_state(std::make_shared<relay::PoolState>()) {
+    : m_options(std::move(options)), m_http(m_options.limits), m_state(std::make_shared<relay::PoolState>()) {
   const int workers = m_options.worker_threads;
   // httplib holds one worker per open connection, idle keep-alive included,
   // and queues further connections silently: size the pool for many
@@ -50,10 +49,10 @@ relay::PoolState ShimServer::load_state(const relay::PoolState* previous) const 
     return state;
   }
   auto config = std::make_shared<const config::Config>(std::move(*loaded.config));
-  state.pool = previous && previous->pool
-                   ? pool::KeyPool::reloaded(*previous->pool, config->keys, config->upstream.strategy)
-                   : std::make_shared<pool::KeyPool>(config->keys, config->upstream.strategy,
-                                                     util::system_clock());
+  state.pool =
+      previous && previous->pool
+          ? pool::KeyPool::reloaded(*previous->pool, config->keys, config->upstream.strategy)
+          : std::make_shared<pool::KeyPool>(config->keys, config->upstream.strategy, util::system_clock());
   state.config = std::move(config);
   return state;
 }
@@ -93,7 +92,9 @@ void ShimServer::load() {
   publish(std::move(state));
 }
 
-config::ListenAddress ShimServer::listen_address() const { return m_listen; }
+config::ListenAddress ShimServer::listen_address() const {
+  return m_listen;
+}
 
 bool ShimServer::bind(std::string& error) {
   if (!config::is_loopback_host(m_listen.host)) {
@@ -117,7 +118,9 @@ bool ShimServer::bind(std::string& error) {
   return true;
 }
 
-void ShimServer::serve() { m_http.listen_after_bind(); }
+void ShimServer::serve() {
+  m_http.listen_after_bind();
+}
 
 bool ShimServer::reload() {
   std::shared_ptr<const relay::PoolState> current = state();
@@ -160,18 +163,18 @@ void ShimServer::install_routes() {
   m_http.Delete(".*", forward);
   m_http.Options(".*", forward);
   // httplib's own error answers (400 malformed, 413, 414) carry no body: say why.
-  m_http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&,
-                                                                   httplib::Response& res) {
-    bool httplib_refusal = res.status == 400 || res.status == 413 || res.status == 414;
-    if (!httplib_refusal || !res.body.empty() || res.has_header("Content-Type")) {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    std::string message = res.status == 413   ? "request body exceeds max_request_body"
-                          : res.status == 414 ? "request line too long"
-                                              : "malformed request";
-    refuse(res, res.status, fmt::format("keyshim: {}", message), fmt::format("http_{}", res.status));
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+  m_http.set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
+        bool httplib_refusal = res.status == 400 || res.status == 413 || res.status == 414;
+        if (!httplib_refusal || !res.body.empty() || res.has_header("Content-Type")) {
+          return httplib::Server::HandlerResponse::Unhandled;
+        }
+        std::string message = res.status == 413   ? "request body exceeds max_request_body"
+                              : res.status == 414 ? "request line too long"
+                                                  : "malformed request";
+        refuse(res, res.status, fmt::format("keyshim: {}", message), fmt::format("http_{}", res.status));
+        return httplib::Server::HandlerResponse::Handled;
+      }));
   m_http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
     refuse(res, 500, "keyshim: internal error", "internal_error");
   });
@@ -209,11 +212,13 @@ httplib::Server::HandlerResponse ShimServer::guard_and_serve_own(const httplib::
   const auto& token = current->config ? current->config->server.client_token : std::nullopt;
   if (token && !presents_token(req, *token)) {
     util::log_warn("refused {} {}: missing or wrong client_token", req.method, req.path);
-    refuse(res, 401, "keyshim: this keyshim requires its client_token as the API key", "invalid_client_token");
+    refuse(res, 401, "keyshim: this keyshim requires its client_token as the API key",
+           "invalid_client_token");
     return HR::Handled;
   }
   if (req.path == "/status" && req.method == "GET") {
-    std::vector<pool::KeySnapshot> keys = current->pool ? current->pool->snapshot() : std::vector<pool::KeySnapshot>{};
+    std::vector<pool::KeySnapshot> keys =
+        current->pool ? current->pool->snapshot() : std::vector<pool::KeySnapshot>{};
     pool::Counts counts = current->pool ? current->pool->counts() : pool::Counts{};
     InstanceInfo info{static_cast<long>(::getpid()), m_generation.load(), m_options.config_path,
                       current->problem, m_listen.text()};

@@ -37,7 +37,8 @@ void SignalWatcher::block_signals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
-SignalWatcher::SignalWatcher(ShimServer& server) : m_server(server), m_thread([this] { run(); }) {}
+SignalWatcher::SignalWatcher(ShimServer& server) : m_server(server), m_thread([this] { run(); }) {
+}
 
 SignalWatcher::~SignalWatcher() {
   m_stopping = true;

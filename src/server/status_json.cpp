@@ -10,7 +10,9 @@
 namespace keyshim::server {
 namespace {
 
-std::string quoted(std::string_view text) { return fmt::format("\"{}\"", util::json_escape(text)); }
+std::string quoted(std::string_view text) {
+  return fmt::format("\"{}\"", util::json_escape(text));
+}
 
 std::string counts_json(const pool::Counts& c) {
   return fmt::format(R"({{"total":{},"available":{},"cooling":{},"disabled":{}}})", c.total, c.available,

@@ -14,11 +14,11 @@ std::string health_json(const pool::Counts& counts);
 
 // What /status reports besides the keys.
 struct InstanceInfo {
-  long pid = 0;            // lets `keyshim reload` signal the instance it talked to
-  int generation = 0;      // successful loads of the pool file, for reload to confirm
+  long pid = 0;       // lets `keyshim reload` signal the instance it talked to
+  int generation = 0; // successful loads of the pool file, for reload to confirm
   std::string config_path;
-  std::string problem;     // why the pool file is unusable, "" when it is fine
-  std::string listen;      // "127.0.0.1:8787"
+  std::string problem; // why the pool file is unusable, "" when it is fine
+  std::string listen;  // "127.0.0.1:8787"
 };
 
 // {"version":..,"pid":..,"generation":..,"listen":..,"config":..,"problem":..,

@@ -88,9 +88,9 @@ bool needs_shell_quotes(const std::string& arg) {
     return true;
   }
   for (char c : arg) {
-    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '/' || c == '.' || c == '_' || c == '-' || c == '+' || c == ',' || c == ':' ||
-                 c == '=' || c == '@' || c == '%';
+    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' ||
+                 c == '.' || c == '_' || c == '-' || c == '+' || c == ',' || c == ':' || c == '=' ||
+                 c == '@' || c == '%';
     if (!plain) {
       return true;
     }

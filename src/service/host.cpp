@@ -20,7 +20,9 @@
 namespace keyshim::service {
 namespace {
 
-bool is_absolute(const char* path) { return path != nullptr && path[0] == '/'; }
+bool is_absolute(const char* path) {
+  return path != nullptr && path[0] == '/';
+}
 
 } // namespace
 
@@ -52,8 +54,7 @@ std::string current_executable_path() {
   std::filesystem::path path = std::filesystem::read_symlink("/proc/self/exe", error);
 #endif
   if (error) {
-    throw std::runtime_error(
-        fmt::format("cannot find the path of the keyshim binary: {}", error.message()));
+    throw std::runtime_error(fmt::format("cannot find the path of the keyshim binary: {}", error.message()));
   }
   return path.string();
 }
@@ -78,7 +79,9 @@ std::string config_home(const std::string& home) {
   return home + "/.config";
 }
 
-unsigned current_uid() { return static_cast<unsigned>(::getuid()); }
+unsigned current_uid() {
+  return static_cast<unsigned>(::getuid());
+}
 
 std::string foreign_home_problem(const std::string& home) {
   struct stat info {};

@@ -68,8 +68,7 @@ bool write_all(int fd, const std::string& content) {
 
 // Write beside the target and rename over it, so the service manager never
 // reads a half-written unit and a failed write leaves the old one intact.
-StepResult write_file_atomically(const std::string& path, const std::string& content,
-                                 unsigned mode) {
+StepResult write_file_atomically(const std::string& path, const std::string& content, unsigned mode) {
   std::string temporary = path + ".keyshim-XXXXXX";
   std::vector<char> name(temporary.begin(), temporary.end());
   name.push_back('\0');
@@ -77,8 +76,7 @@ StepResult write_file_atomically(const std::string& path, const std::string& con
   if (fd < 0) {
     return failure(errno_text("create a file next to", path));
   }
-  bool written =
-      ::fchmod(fd, static_cast<mode_t>(mode)) == 0 && write_all(fd, content) && ::fsync(fd) == 0;
+  bool written = ::fchmod(fd, static_cast<mode_t>(mode)) == 0 && write_all(fd, content) && ::fsync(fd) == 0;
   int saved_errno = errno;
   if (::close(fd) != 0 && written) {
     written = false;
@@ -128,8 +126,7 @@ StepResult perform_file_action(const Action& action) {
   return failure("not a file step: " + action.text());
 }
 
-ExecutionResult execute_plan(const Plan& plan, const CommandRunner& runner,
-                             const StepObserver& observer) {
+ExecutionResult execute_plan(const Plan& plan, const CommandRunner& runner, const StepObserver& observer) {
   ExecutionResult execution;
   for (std::size_t i = 0; i < plan.actions.size(); ++i) {
     const Action& action = plan.actions[i];

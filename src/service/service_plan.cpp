@@ -47,7 +47,9 @@ Action run(std::vector<std::string> argv, bool required = true) {
   return action;
 }
 
-std::string directory_of(const std::string& path) { return path.substr(0, path.rfind('/')); }
+std::string directory_of(const std::string& path) {
+  return path.substr(0, path.rfind('/'));
+}
 
 std::string launchd_domain(const ServiceTarget& target) {
   return fmt::format("gui/{}", target.uid);

@@ -20,21 +20,20 @@ void require_usable_path(const std::string& path, const char* what) {
   }
   for (char c : path) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      throw std::invalid_argument(fmt::format(
-          "{} \"{}\" contains a control character; a service file cannot name it", what, path));
+      throw std::invalid_argument(
+          fmt::format("{} \"{}\" contains a control character; a service file cannot name it", what, path));
     }
   }
 }
 
 bool is_plain_exec_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' ||
-         c == '.' || c == '_' || c == '-' || c == '+' || c == ',' || c == ':' || c == '=' ||
-         c == '@' || c == '%' || c == '$' || static_cast<unsigned char>(c) >= 0x80;
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' || c == '.' ||
+         c == '_' || c == '-' || c == '+' || c == ',' || c == ':' || c == '=' || c == '@' || c == '%' ||
+         c == '$' || static_cast<unsigned char>(c) >= 0x80;
 }
 
 void replace_all(std::string& text, std::string_view from, const std::string& to) {
-  for (std::size_t at = text.find(from); at != std::string::npos;
-       at = text.find(from, at + to.size())) {
+  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
     text.replace(at, from.size(), to);
   }
 }
@@ -67,9 +66,13 @@ std::string quote_exec_word(std::string_view word, std::string_view doubled) {
 
 } // namespace
 
-std::string_view systemd_unit_template() { return generated::k_systemd_unit; }
+std::string_view systemd_unit_template() {
+  return generated::k_systemd_unit;
+}
 
-std::string_view launchd_plist_template() { return generated::k_launchd_plist; }
+std::string_view launchd_plist_template() {
+  return generated::k_launchd_plist;
+}
 
 std::string systemd_exec_quote(std::string_view argument) {
   // Arguments get both %-specifier and $VARIABLE expansion, even in quotes.
@@ -79,10 +82,10 @@ std::string systemd_exec_quote(std::string_view argument) {
 std::string systemd_exec_path(std::string_view path) {
   // systemd's "Executable name contains special characters" check.
   if (path.find_first_of("\"'\\") != std::string_view::npos) {
-    throw std::invalid_argument(fmt::format(
-        "keyshim binary \"{}\": systemd cannot run a program whose path contains quotes or "
-        "backslashes; move keyshim to a directory without them",
-        path));
+    throw std::invalid_argument(
+        fmt::format("keyshim binary \"{}\": systemd cannot run a program whose path contains quotes or "
+                    "backslashes; move keyshim to a directory without them",
+                    path));
   }
   // The program path gets specifier expansion but no variable expansion.
   return quote_exec_word(path, "%");

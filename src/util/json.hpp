@@ -68,7 +68,6 @@ struct JsonError {
 
 // Parse one JSON document (surrounding whitespace allowed). Nesting deeper
 // than `max_depth` is an error. nullopt on any error, described in `error`.
-std::optional<Json> parse_json(std::string_view text, JsonError* error = nullptr,
-                               int max_depth = 64);
+std::optional<Json> parse_json(std::string_view text, JsonError* error = nullptr, int max_depth = 64);
 
 } // namespace keyshim::util

@@ -44,8 +44,8 @@ void Logger::message(LogLevel level, std::string_view text) {
     return;
   }
   if (m_format == LogFormat::json) {
-    write(fmt::format(R"({{"ts":"{}","level":"{}","msg":"{}"}})", utc_timestamp(),
-                      level_name(level), json_escape(text)));
+    write(fmt::format(R"({{"ts":"{}","level":"{}","msg":"{}"}})", utc_timestamp(), level_name(level),
+                      json_escape(text)));
   } else {
     write(fmt::format("{} {}: {}", utc_timestamp(), level_name(level), text));
   }

@@ -56,21 +56,24 @@ std::string utc_timestamp();
 // Escape for inclusion inside a JSON string literal.
 std::string json_escape(std::string_view text);
 
-template <typename... Args>
-void log(LogLevel level, fmt::format_string<Args...> format, Args&&... args) {
+template <typename... Args> void log(LogLevel level, fmt::format_string<Args...> format, Args&&... args) {
   Logger& logger = Logger::instance();
   if (logger.enabled(level)) {
     logger.message(level, fmt::format(format, std::forward<Args>(args)...));
   }
 }
 
-template <typename... Args>
-void log_error(fmt::format_string<Args...> f, Args&&... a) { log(LogLevel::error, f, std::forward<Args>(a)...); }
-template <typename... Args>
-void log_warn(fmt::format_string<Args...> f, Args&&... a) { log(LogLevel::warn, f, std::forward<Args>(a)...); }
-template <typename... Args>
-void log_info(fmt::format_string<Args...> f, Args&&... a) { log(LogLevel::info, f, std::forward<Args>(a)...); }
-template <typename... Args>
-void log_debug(fmt::format_string<Args...> f, Args&&... a) { log(LogLevel::debug, f, std::forward<Args>(a)...); }
+template <typename... Args> void log_error(fmt::format_string<Args...> f, Args&&... a) {
+  log(LogLevel::error, f, std::forward<Args>(a)...);
+}
+template <typename... Args> void log_warn(fmt::format_string<Args...> f, Args&&... a) {
+  log(LogLevel::warn, f, std::forward<Args>(a)...);
+}
+template <typename... Args> void log_info(fmt::format_string<Args...> f, Args&&... a) {
+  log(LogLevel::info, f, std::forward<Args>(a)...);
+}
+template <typename... Args> void log_debug(fmt::format_string<Args...> f, Args&&... a) {
+  log(LogLevel::debug, f, std::forward<Args>(a)...);
+}
 
 } // namespace keyshim::util

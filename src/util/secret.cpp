@@ -7,8 +7,8 @@
 
 namespace keyshim::util {
 
-Secret::Secret(std::string value)
-    : m_value(std::move(value)), m_fingerprint(fingerprint_of(m_value)) {}
+Secret::Secret(std::string value) : m_value(std::move(value)), m_fingerprint(fingerprint_of(m_value)) {
+}
 
 bool Secret::equals(std::string_view candidate) const {
   if (candidate.size() != m_value.size()) {

@@ -68,8 +68,7 @@ TEST(CheckCommand, BadFileListsEveryProblemWithPositionsAndExitsOne) {
   RunResult result = check(path);
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_EQ(result.out, "");
-  EXPECT_NE(result.err.find(path + ":2:10: server: \"listen\" must be a loopback address"),
-            std::string::npos)
+  EXPECT_NE(result.err.find(path + ":2:10: server: \"listen\" must be a loopback address"), std::string::npos)
       << result.err;
   EXPECT_NE(result.err.find(path + ":3:1: server: unknown setting \"listn\"; did you mean \"listen\"?"),
             std::string::npos);
@@ -83,8 +82,10 @@ TEST(CheckCommand, TooOpenFileIsRefusedWithTheChmodFix) {
   std::string path = temp.write("keys.toml", k_good, 0644);
   RunResult result = check(path);
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_NE(result.err.find(path + ": permissions 0644 are too open: other users can read your API "
-                                   "keys. Run: chmod 600 " + path),
+  EXPECT_NE(result.err.find(path +
+                            ": permissions 0644 are too open: other users can read your API "
+                            "keys. Run: chmod 600 " +
+                            path),
             std::string::npos)
       << result.err;
   expect_no_key_material(result);

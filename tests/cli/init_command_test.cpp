@@ -68,8 +68,7 @@ TEST(InitCommand, StarterFileTellsCheckWhichVariableToSet) {
   options.unset_env = {"KEYSHIM_KEY_1"};
   RunResult result = run_binary({KEYSHIM_BINARY, "check", "-c", path}, options);
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_NE(result.err.find("keys[1]: \"key_env\" names KEYSHIM_KEY_1, which is not set"),
-            std::string::npos)
+  EXPECT_NE(result.err.find("keys[1]: \"key_env\" names KEYSHIM_KEY_1, which is not set"), std::string::npos)
       << result.err;
 }
 
@@ -90,10 +89,9 @@ TEST(InitCommand, StarterFileMentionsEveryServerAndUpstreamSetting) {
   std::string path = temp.path() + "/keys.toml";
   ASSERT_EQ(init(path).exit_code, 0);
   std::string text = read_file(path);
-  for (const char* name : {"listen", "client_token", "allowed_origins", "max_request_body",
-                           "drain_timeout", "base_url", "auth", "strategy", "max_attempts",
-                           "connect_timeout", "first_byte_timeout", "idle_timeout", "max_cooldown",
-                           "ca_file"}) {
+  for (const char* name : {"listen", "client_token", "allowed_origins", "max_request_body", "drain_timeout",
+                           "base_url", "auth", "strategy", "max_attempts", "connect_timeout",
+                           "first_byte_timeout", "idle_timeout", "max_cooldown", "ca_file"}) {
     EXPECT_NE(text.find(std::string("# ") + name + " = "), std::string::npos) << name;
   }
 }

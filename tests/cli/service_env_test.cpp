@@ -164,8 +164,7 @@ TEST(ServiceCommand, InstallRefusesWhileThePoolFileHasProblems) {
 
 TEST(ServiceCommand, InstallRefusesAMissingPoolFileWithoutDryRunToo) {
   TempDir home;
-  RunResult r =
-      run_keyshim({"service", "install", "-c", home.path() + "/nope.toml"}, isolated(home));
+  RunResult r = run_keyshim({"service", "install", "-c", home.path() + "/nope.toml"}, isolated(home));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(contains(r.err, "not installing")) << r.err;
   EXPECT_FALSE(std::filesystem::exists(home.path() + "/.config"));

@@ -19,7 +19,9 @@ Scripted json(int status, std::string body, std::vector<std::pair<std::string, s
   return s;
 }
 
-Scripted ok() { return json(200, R"({"id":"chatcmpl-1"})"); }
+Scripted ok() {
+  return json(200, R"({"id":"chatcmpl-1"})");
+}
 
 std::vector<std::string> keys_seen(const FakeUpstream& upstream) {
   std::vector<std::string> keys;
@@ -35,12 +37,15 @@ httplib::Result post(const Shim& shim) {
   return client.Post("/v1/chat/completions", R"({"model":"m"})", "application/json");
 }
 
-pool::KeyHealth health(Shim& shim, std::size_t index) { return shim.server().state()->pool->health(index); }
+pool::KeyHealth health(Shim& shim, std::size_t index) {
+  return shim.server().state()->pool->health(index);
+}
 
 TEST(Failover, RateLimitedKeyCoolsForRetryAfterAndTheNextKeyServes) {
   FakeUpstream upstream;
-  upstream.push(json(429, R"({"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}})",
-                     {{"Retry-After", "20"}}));
+  upstream.push(json(
+      429, R"({"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}})",
+      {{"Retry-After", "20"}}));
   upstream.push(ok());
   Shim shim(pool_toml(2), upstream.base_url());
   auto res = post(shim);
@@ -76,7 +81,9 @@ TEST(Failover, UnauthorizedKeyIsDisabledUntilReload) {
 
 TEST(Failover, InsufficientQuotaDisablesTheKey) {
   FakeUpstream upstream;
-  upstream.push(json(429, R"({"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}})"));
+  upstream.push(json(
+      429,
+      R"({"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}})"));
   upstream.push(ok());
   Shim shim(pool_toml(2), upstream.base_url());
   ASSERT_EQ(post(shim)->status, 200);
@@ -162,7 +169,9 @@ TEST(Failover, ErrorEventAtTheStartOfA200StreamFailsOver) {
   FakeUpstream upstream;
   Scripted overloaded;
   overloaded.headers = {{"Content-Type", "text/event-stream"}};
-  overloaded.pieces = {"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"};
+  overloaded.pieces = {
+      "event: error\ndata: "
+      "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"};
   upstream.push(overloaded);
   Scripted good;
   good.headers = {{"Content-Type", "text/event-stream"}};

@@ -24,7 +24,8 @@ TEST(Forwarding, MethodPathQueryAndBodyArriveUnchangedWithThePoolKey) {
   Shim shim(pool_toml(1), upstream.base_url());
   auto client = client_for(shim);
   std::string body(100 * 1024, 'x');
-  auto res = client.Post("/v1/models/gemini:streamGenerateContent?alt=sse&beta=true", body, "application/json");
+  auto res =
+      client.Post("/v1/models/gemini:streamGenerateContent?alt=sse&beta=true", body, "application/json");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
   EXPECT_EQ(res->body, R"({"ok":true})");
@@ -90,7 +91,8 @@ TEST_P(AuthStyles, PoolKeyIsPlacedWhereTheStyleSays) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Relay, AuthStyles,
-                         ::testing::Values(AuthCase{"bearer", "Authorization", "Bearer ", "/v1/x?key=placeholder"},
+                         ::testing::Values(AuthCase{"bearer", "Authorization", "Bearer ",
+                                                    "/v1/x?key=placeholder"},
                                            AuthCase{"x-api-key", "x-api-key", "", "/v1/x?key=placeholder"},
                                            AuthCase{"x-goog-api-key", "x-goog-api-key", "", "/v1/x"},
                                            AuthCase{"api-key", "api-key", "", "/v1/x?key=placeholder"}),
@@ -112,8 +114,11 @@ TEST(Forwarding, QueryAuthReplacesTheClientsParameter) {
 
 TEST(Forwarding, CompressedBodiesPassThroughUntouched) {
   FakeUpstream upstream;
-  std::string gzip_bytes("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xab\x56\xca\xcf\x56\xb2\x2a\x29\x2a\x4d\xad\x05\x00\x4f\x7d\x5e\x4b\x0b\x00\x00\x00", 31);
-  upstream.push({200, {{"Content-Type", "application/json"}, {"Content-Encoding", "gzip"}}, {gzip_bytes}, false});
+  std::string gzip_bytes("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xab\x56\xca\xcf\x56\xb2\x2a\x29\x2a\x4d"
+                         "\xad\x05\x00\x4f\x7d\x5e\x4b\x0b\x00\x00\x00",
+                         31);
+  upstream.push(
+      {200, {{"Content-Type", "application/json"}, {"Content-Encoding", "gzip"}}, {gzip_bytes}, false});
   Shim shim(pool_toml(1), upstream.base_url());
   RawConnection conn(shim.port());
   conn.send(make_request("GET", "/v1/models", "", "Accept-Encoding: gzip, br, zstd\r\n"));
@@ -127,7 +132,8 @@ TEST(Forwarding, CompressedBodiesPassThroughUntouched) {
 
 TEST(Forwarding, ResponseStatusHeadersAndBodyReachTheClient) {
   FakeUpstream upstream;
-  upstream.push({201, {{"Content-Type", "application/json"}, {"x-request-id", "req_123"}}, {R"({"id":1})"}, false});
+  upstream.push(
+      {201, {{"Content-Type", "application/json"}, {"x-request-id", "req_123"}}, {R"({"id":1})"}, false});
   Shim shim(pool_toml(1), upstream.base_url());
   auto client = client_for(shim);
   auto res = client.Post("/v1/files", "{}", "application/json");
@@ -164,8 +170,10 @@ TEST(Forwarding, HeadProbeOfTheRootIsAnsweredLocally) {
 
 TEST(Forwarding, ClientErrorsAreRelayedAsIsWithoutTouchingTheKey) {
   FakeUpstream upstream;
-  upstream.push({400, {{"Content-Type", "application/json"}},
-                 {R"({"error":{"message":"max_tokens too large","type":"invalid_request_error"}})"}, false});
+  upstream.push({400,
+                 {{"Content-Type", "application/json"}},
+                 {R"({"error":{"message":"max_tokens too large","type":"invalid_request_error"}})"},
+                 false});
   Shim shim(pool_toml(2), upstream.base_url());
   auto client = client_for(shim);
   auto res = client.Post("/v1/chat/completions", "{}", "application/json");
@@ -179,8 +187,10 @@ TEST(Forwarding, ClientErrorsAreRelayedAsIsWithoutTouchingTheKey) {
 TEST(Forwarding, KeysNeverAppearInLogs) {
   LogCapture logs;
   FakeUpstream upstream;
-  upstream.push({401, {{"Content-Type", "application/json"}},
-                 {R"({"error":{"message":"Incorrect API key provided: )" + test_key(0) + R"("}})"}, false});
+  upstream.push({401,
+                 {{"Content-Type", "application/json"}},
+                 {R"({"error":{"message":"Incorrect API key provided: )" + test_key(0) + R"("}})"},
+                 false});
   Shim shim(pool_toml(2), upstream.base_url());
   auto client = client_for(shim);
   auto res = client.Post("/v1/chat/completions", "{}", "application/json");

@@ -34,7 +34,8 @@ TEST(Security, NonLoopbackHostIsRefused) {
 TEST(Security, LoopbackHostsAreAccepted) {
   FakeUpstream upstream;
   Shim shim(pool_toml(1), upstream.base_url());
-  for (const char* host : {"127.0.0.1", "127.0.0.1:8787", "localhost", "LOCALHOST:1", "[::1]:8787", "127.5.6.7"}) {
+  for (const char* host :
+       {"127.0.0.1", "127.0.0.1:8787", "localhost", "LOCALHOST:1", "[::1]:8787", "127.5.6.7"}) {
     EXPECT_EQ(round_trip(shim, get_with_host(host)).status, 200) << host;
   }
 }
@@ -111,7 +112,8 @@ TEST(Security, OversizedHeaderBlockGets431) {
     many += "X-Filler-" + std::to_string(i) + ": " + std::string(1000, 'f') + "\r\n";
   }
   EXPECT_EQ(round_trip(shim, get_with_host("127.0.0.1", many)).status, 431);
-  EXPECT_EQ(round_trip(shim, get_with_host("127.0.0.1", "X-Long: " + std::string(9000, 'l') + "\r\n")).status, 431);
+  EXPECT_EQ(round_trip(shim, get_with_host("127.0.0.1", "X-Long: " + std::string(9000, 'l') + "\r\n")).status,
+            431);
   EXPECT_EQ(upstream.request_count(), 0u);
 }
 
@@ -123,8 +125,10 @@ TEST(Security, OversizedBodyGets413WithoutReadingIt) {
   ASSERT_TRUE(conn.read_to_close(10s));
   EXPECT_EQ(parse_response(conn.received()).status, 413);
   // A chunked body has no declared length: httplib counts it as it reads.
-  std::string chunked = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
-                        "800\r\n" + std::string(2048, 'b') + "\r\n0\r\n\r\n";
+  std::string chunked =
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "800\r\n" +
+      std::string(2048, 'b') + "\r\n0\r\n\r\n";
   EXPECT_EQ(round_trip(shim, chunked).status, 413);
   EXPECT_EQ(upstream.request_count(), 0u);
 }
@@ -132,9 +136,17 @@ TEST(Security, OversizedBodyGets413WithoutReadingIt) {
 TEST(Security, AmbiguousFramingIsRefused) {
   FakeUpstream upstream;
   Shim shim(pool_toml(1), upstream.base_url());
-  EXPECT_EQ(round_trip(shim, "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n").status, 400);
-  EXPECT_EQ(round_trip(shim, "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd").status, 400);
-  EXPECT_EQ(round_trip(shim, "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: gzip\r\n\r\n").status, 501);
+  EXPECT_EQ(round_trip(shim, "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 3\r\nTransfer-Encoding: "
+                             "chunked\r\n\r\n0\r\n\r\n")
+                .status,
+            400);
+  EXPECT_EQ(
+      round_trip(shim,
+                 "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd")
+          .status,
+      400);
+  EXPECT_EQ(round_trip(shim, "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: gzip\r\n\r\n").status,
+            501);
   EXPECT_EQ(upstream.request_count(), 0u);
 }
 
@@ -143,7 +155,9 @@ TEST(Security, MalformedRequestsGetAClearErrorAndTheServerStaysUp) {
   Shim shim(pool_toml(1), upstream.base_url());
   RawResponse garbage = round_trip(shim, "THIS IS NOT HTTP\r\n\r\n");
   EXPECT_EQ(garbage.status, 400);
-  EXPECT_EQ(round_trip(shim, "GET /" + std::string(9000, 'a') + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").status, 414);
+  EXPECT_EQ(
+      round_trip(shim, "GET /" + std::string(9000, 'a') + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").status,
+      414);
   EXPECT_EQ(round_trip(shim, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n folded\r\n\r\n").status, 400);
   httplib::Client client("127.0.0.1", shim.port());
   EXPECT_EQ(client.Get("/v1/models")->status, 200);
@@ -175,7 +189,8 @@ TEST(Security, ExpectContinueIsAnswered) {
 TEST(Security, ServesOnIpv6Loopback) {
   FakeUpstream upstream;
   TempDir dir;
-  std::string path = dir.write("keys.toml", "[upstream]\nbase_url = \"" + upstream.base_url() + "\"\n[[keys]]\nkey = \"" + test_key(0) + "\"\n");
+  std::string path = dir.write("keys.toml", "[upstream]\nbase_url = \"" + upstream.base_url() +
+                                                "\"\n[[keys]]\nkey = \"" + test_key(0) + "\"\n");
   server::ServeOptions options;
   options.config_path = path;
   options.listen = config::ListenAddress{"::1", 0};

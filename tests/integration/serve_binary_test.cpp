@@ -43,8 +43,8 @@ protected:
 
   ChildProcess start(const std::string& pool_path, const std::vector<std::string>& extra = {}) {
     port = free_port();
-    std::vector<std::string> argv = {KEYSHIM_BINARY, "serve", "-c", pool_path, "--listen",
-                                     "127.0.0.1:" + std::to_string(port)};
+    std::vector<std::string> argv = {KEYSHIM_BINARY, "serve",    "-c",
+                                     pool_path,      "--listen", "127.0.0.1:" + std::to_string(port)};
     argv.insert(argv.end(), extra.begin(), extra.end());
     RunOptions options;
     options.timeout = std::chrono::seconds(60);
@@ -169,7 +169,8 @@ TEST_F(ServeBinary, PortAlreadyInUseIsAClearStartupError) {
 }
 
 TEST_F(ServeBinary, NonLoopbackListenIsRefusedAtStart) {
-  RunResult result = run_binary({KEYSHIM_BINARY, "serve", "-c", write_pool(pool_toml(1)), "--listen", "0.0.0.0:8787"});
+  RunResult result =
+      run_binary({KEYSHIM_BINARY, "serve", "-c", write_pool(pool_toml(1)), "--listen", "0.0.0.0:8787"});
   EXPECT_NE(result.exit_code, 0);
   EXPECT_NE(result.err.find("loopback"), std::string::npos) << result.err;
 }

@@ -34,14 +34,13 @@ std::string stream_request() {
 }
 
 TEST(Streaming, AwkwardSseFramingArrivesByteForByte) {
-  std::vector<std::string> pieces = {
-      ": keep-alive comment\r\n\r\n",
-      "event: message_start\r\ndata: {\"type\":\"message_start\"}\r\n\r\n",
-      "data: line one\ndata: line two\n\n",
-      "data: caf\xc3",           // a UTF-8 character split across writes
-      "\xa9 \xe2\x9c\x93\n\n",
-      "data: " + std::string(1024 * 1024, 'z') + "\n\n", // a 1 MiB event
-      "data: [DONE]\n\n"};
+  std::vector<std::string> pieces = {": keep-alive comment\r\n\r\n",
+                                     "event: message_start\r\ndata: {\"type\":\"message_start\"}\r\n\r\n",
+                                     "data: line one\ndata: line two\n\n",
+                                     "data: caf\xc3", // a UTF-8 character split across writes
+                                     "\xa9 \xe2\x9c\x93\n\n",
+                                     "data: " + std::string(1024 * 1024, 'z') + "\n\n", // a 1 MiB event
+                                     "data: [DONE]\n\n"};
   FakeUpstream upstream;
   upstream.push(sse(pieces));
   Shim shim(pool_toml(1), upstream.base_url());

@@ -18,7 +18,9 @@ httplib::Result post(const Shim& shim) {
 }
 
 // A TOML literal string: the temporary paths hold no quote to escape.
-std::string ca_file_setting(const std::string& path) { return "ca_file = '" + path + "'\n"; }
+std::string ca_file_setting(const std::string& path) {
+  return "ca_file = '" + path + "'\n";
+}
 
 std::string url(const std::string& host, const HttpsUpstream& upstream) {
   return "https://" + host + ":" + std::to_string(upstream.port());

@@ -229,7 +229,8 @@ bool FakeUpstream::pause(int fd, std::chrono::milliseconds d) {
   auto deadline = std::chrono::steady_clock::now() + d;
   while (std::chrono::steady_clock::now() < deadline) {
     pollfd p{fd, POLLRDHUP, 0};
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     int n = ::poll(&p, 1, static_cast<int>(std::clamp<long long>(left.count(), 0, 50)));
     if (n > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
       return false;
@@ -332,7 +333,8 @@ bool FakeUpstream::respond(int fd, const Scripted& script, std::size_t index) {
       }
     }
   }
-  if (script.cut_after_pieces >= 0 && script.pieces.size() <= static_cast<std::size_t>(script.cut_after_pieces)) {
+  if (script.cut_after_pieces >= 0 &&
+      script.pieces.size() <= static_cast<std::size_t>(script.cut_after_pieces)) {
     return false;
   }
   if (script.chunked && !send_all(fd, "0\r\n\r\n")) {

@@ -20,12 +20,12 @@ struct Scripted {
   int status = 200;
   std::vector<std::pair<std::string, std::string>> headers; // e.g. {"Content-Type", "text/event-stream"}
   std::vector<std::string> pieces;                          // body, one write each
-  bool chunked = true;               // else Content-Length framing
-  std::chrono::milliseconds head_delay{0};  // silence before the status line
-  std::chrono::milliseconds piece_delay{0}; // silence between pieces
-  bool reset_before_reply = false;   // close (RST) without any response
-  int cut_after_pieces = -1;         // close without ending the body after N pieces
-  bool hold_after_first_piece = false; // wait for release() (or a hang-up) after piece 1
+  bool chunked = true;                                      // else Content-Length framing
+  std::chrono::milliseconds head_delay{0};                  // silence before the status line
+  std::chrono::milliseconds piece_delay{0};                 // silence between pieces
+  bool reset_before_reply = false;                          // close (RST) without any response
+  int cut_after_pieces = -1;                                // close without ending the body after N pieces
+  bool hold_after_first_piece = false;                      // wait for release() (or a hang-up) after piece 1
 };
 
 struct SeenRequest {

@@ -34,7 +34,9 @@ RawConnection::RawConnection(int port, const std::string& host) {
   }
 }
 
-RawConnection::~RawConnection() { close(); }
+RawConnection::~RawConnection() {
+  close();
+}
 
 void RawConnection::close() {
   if (m_fd >= 0) {
@@ -59,7 +61,8 @@ namespace {
 
 // One read with a deadline: >0 bytes, 0 closed, -1 timeout/error.
 ssize_t read_some(int fd, std::string& into, std::chrono::steady_clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
   if (left.count() <= 0) {
     return -1;
   }
@@ -114,7 +117,8 @@ std::string RawResponse::header(const std::string& name) const {
   std::string lower_head = head;
   std::string lower_name = name;
   auto lower = [](std::string& s) {
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::transform(s.begin(), s.end(), s.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   };
   lower(lower_head);
   lower(lower_name);

@@ -34,8 +34,8 @@ private:
 
 struct RawResponse {
   int status = 0;
-  std::string head;   // status line and headers
-  std::string body;   // de-chunked body
+  std::string head; // status line and headers
+  std::string body; // de-chunked body
   bool chunked = false;
   bool complete = false; // the body ended properly (final chunk or full Content-Length)
   std::string header(const std::string& name) const;

@@ -44,13 +44,15 @@ bool Shim::reload_with(const std::string& pool) {
   return m_server->reload();
 }
 
-std::string test_key(int i) { return fmt::format("sk-test-key-{}-0123456789abcdef", i); }
+std::string test_key(int i) {
+  return fmt::format("sk-test-key-{}-0123456789abcdef", i);
+}
 
 std::string pool_toml(int n, const std::string& upstream_extra, const std::string& server_extra) {
   // Test defaults, unless `upstream_extra` sets the same setting.
   std::string upstream = "base_url = \"@UPSTREAM@\"\n" + upstream_extra;
-  for (const char* setting : {"connect_timeout = \"2s\"\n", "first_byte_timeout = \"5s\"\n",
-                              "idle_timeout = \"5s\"\n"}) {
+  for (const char* setting :
+       {"connect_timeout = \"2s\"\n", "first_byte_timeout = \"5s\"\n", "idle_timeout = \"5s\"\n"}) {
     std::string name = std::string(setting).substr(0, std::string(setting).find(' '));
     if (upstream_extra.find(name) == std::string::npos) {
       upstream += setting;

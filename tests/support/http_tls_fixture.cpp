@@ -30,10 +30,8 @@ public:
 
 namespace {
 
-template <auto Free>
-struct Freer {
-  template <typename T>
-  void operator()(T* p) const { Free(p); }
+template <auto Free> struct Freer {
+  template <typename T> void operator()(T* p) const { Free(p); }
 };
 using Key = std::unique_ptr<EVP_PKEY, Freer<EVP_PKEY_free>>;
 using Cert = std::unique_ptr<X509, Freer<X509_free>>;
@@ -59,8 +57,8 @@ void add_extension(X509* cert, X509* issuer, int nid, const char* value) {
 
 // A certificate for `key` named CN=`common_name`, signed by `issuer`/`issuer_key`
 // (itself when `issuer` is null) and valid from an hour ago for a day.
-Cert make_cert(EVP_PKEY* key, const std::string& common_name, long serial, X509* issuer,
-               EVP_PKEY* issuer_key, const std::vector<std::pair<int, const char*>>& extensions) {
+Cert make_cert(EVP_PKEY* key, const std::string& common_name, long serial, X509* issuer, EVP_PKEY* issuer_key,
+               const std::vector<std::pair<int, const char*>>& extensions) {
   Cert cert(X509_new());
   need(cert && X509_set_version(cert.get(), 2) == 1, "X509_new");
   ASN1_INTEGER_set(X509_get_serialNumber(cert.get()), serial);
@@ -79,8 +77,7 @@ Cert make_cert(EVP_PKEY* key, const std::string& common_name, long serial, X509*
   return cert;
 }
 
-template <typename Write>
-std::string pem(Write write) {
+template <typename Write> std::string pem(Write write) {
   Bio bio(BIO_new(BIO_s_mem()));
   need(bio && write(bio.get()) == 1, "PEM_write");
   char* data = nullptr;
@@ -107,9 +104,10 @@ TestPki make_test_pki(const TempDir& dir, const std::string& common_name) {
   TestPki pki;
   pki.ca_pem = dir.write("ca.pem", pem([&](BIO* b) { return PEM_write_bio_X509(b, ca.get()); }));
   pki.server_pem = dir.write("server.pem", pem([&](BIO* b) { return PEM_write_bio_X509(b, server.get()); }));
-  pki.server_key = dir.write("server.key", pem([&](BIO* b) {
-    return PEM_write_bio_PrivateKey(b, server_key.get(), nullptr, nullptr, 0, nullptr, nullptr);
-  }));
+  pki.server_key =
+      dir.write("server.key", pem([&](BIO* b) {
+                  return PEM_write_bio_PrivateKey(b, server_key.get(), nullptr, nullptr, 0, nullptr, nullptr);
+                }));
   return pki;
 }
 
@@ -122,8 +120,9 @@ bool localhost_resolves_to_ipv4_loopback() {
   }
   bool loopback = false;
   for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    loopback = loopback || (a->ai_family == AF_INET &&
-                            reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr.s_addr == htonl(INADDR_LOOPBACK));
+    loopback =
+        loopback || (a->ai_family == AF_INET &&
+                     reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr.s_addr == htonl(INADDR_LOOPBACK));
   }
   freeaddrinfo(found);
   return loopback;

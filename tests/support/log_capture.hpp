@@ -22,7 +22,8 @@ public:
   bool contains(const std::string& needle) const { return text().find(needle) != std::string::npos; }
   // Wait until `needle` has been logged (request lines are written when the
   // response has finished, which can be just after the client saw its end).
-  bool wait_for(const std::string& needle, std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
+  bool wait_for(const std::string& needle,
+                std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
 
 private:
   mutable std::mutex m_mutex;

@@ -28,8 +28,8 @@ int poll_timeout_ms(steady::time_point deadline) {
 std::vector<std::string> child_environment(const RunOptions& options) {
   auto replaced = [&](const std::string& entry) {
     std::string name = entry.substr(0, entry.find('='));
-    bool unset = std::find(options.unset_env.begin(), options.unset_env.end(), name) !=
-                 options.unset_env.end();
+    bool unset =
+        std::find(options.unset_env.begin(), options.unset_env.end(), name) != options.unset_env.end();
     bool overridden = std::any_of(options.env.begin(), options.env.end(),
                                   [&](const auto& pair) { return pair.first == name; });
     return unset || overridden;
@@ -109,8 +109,8 @@ ChildProcess ChildProcess::start(const std::vector<std::string>& argv, const Run
   std::vector<char*> c_env = c_strings(env);
 
   ChildProcess child;
-  int error = ::posix_spawnp(&child.m_pid, args[0].c_str(), &actions, &attributes, c_args.data(),
-                             c_env.data());
+  int error =
+      ::posix_spawnp(&child.m_pid, args[0].c_str(), &actions, &attributes, c_args.data(), c_env.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
   ::close(out_pipe[1]);
@@ -132,7 +132,8 @@ ChildProcess::ChildProcess(ChildProcess&& other) noexcept
     : m_pid(std::exchange(other.m_pid, -1)), m_out_fd(std::exchange(other.m_out_fd, -1)),
       m_err_fd(std::exchange(other.m_err_fd, -1)), m_out(std::move(other.m_out)),
       m_err(std::move(other.m_err)), m_deadline(other.m_deadline),
-      m_reaped(std::exchange(other.m_reaped, true)) {}
+      m_reaped(std::exchange(other.m_reaped, true)) {
+}
 
 ChildProcess::~ChildProcess() {
   if (m_pid > 0 && !m_reaped) {
@@ -150,8 +151,7 @@ void ChildProcess::send_signal(int sig) const {
   }
 }
 
-template <typename Done>
-void ChildProcess::pump(steady::time_point deadline, Done done) {
+template <typename Done> void ChildProcess::pump(steady::time_point deadline, Done done) {
   while ((m_out_fd >= 0 || m_err_fd >= 0) && !done()) {
     pollfd fds[2] = {{m_out_fd, POLLIN, 0}, {m_err_fd, POLLIN, 0}};
     int ready = ::poll(fds, 2, poll_timeout_ms(deadline));

@@ -77,10 +77,8 @@ public:
 private:
   ChildProcess() = default;
   // Read whatever is available until `deadline`; stops early once `done()` is true.
-  template <typename Done>
-  void pump(std::chrono::steady_clock::time_point deadline, Done done);
-  bool wait_for(const std::string& stream, const std::string& needle,
-                std::chrono::milliseconds timeout);
+  template <typename Done> void pump(std::chrono::steady_clock::time_point deadline, Done done);
+  bool wait_for(const std::string& stream, const std::string& needle, std::chrono::milliseconds timeout);
 
   pid_t m_pid = -1;
   int m_out_fd = -1;

@@ -85,15 +85,16 @@ TEST(ListenAddress, RefusesNonLoopbackAndSaysWhy) {
   listen_error("example.com:8787");
 }
 
-TEST(ListenAddress, RejectsBareIpv6WithPort) { listen_error("::1:8787"); }
+TEST(ListenAddress, RejectsBareIpv6WithPort) {
+  listen_error("::1:8787");
+}
 
 TEST(UpstreamUrl, ParsesHttpsWithDefaultPort) {
   EXPECT_EQ(url("https://api.openai.com"), (UpstreamUrl{"https", "api.openai.com", 443, ""}));
 }
 
 TEST(UpstreamUrl, KeepsPathPrefixWithoutTrailingSlash) {
-  EXPECT_EQ(url("https://example.com/openai/v1/"),
-            (UpstreamUrl{"https", "example.com", 443, "/openai/v1"}));
+  EXPECT_EQ(url("https://example.com/openai/v1/"), (UpstreamUrl{"https", "example.com", 443, "/openai/v1"}));
   EXPECT_EQ(url("https://example.com/"), (UpstreamUrl{"https", "example.com", 443, ""}));
 }
 

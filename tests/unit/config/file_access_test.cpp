@@ -37,7 +37,8 @@ TEST(PoolFilePermissions, WorldReadableFileIsRefusedWithTheChmodFix) {
   FileRead read = read_private_file(path);
   EXPECT_FALSE(read.text);
   EXPECT_EQ(read.problem, "permissions 0644 are too open: other users can read your API keys. "
-                          "Run: chmod 600 " + path);
+                          "Run: chmod 600 " +
+                              path);
 }
 
 TEST(PoolFilePermissions, GroupReadableFileIsRefused) {
@@ -87,8 +88,10 @@ TEST(PoolFilePermissions, DirectoryWritableByOthersIsRefusedWithTheFix) {
   temp.write("open/keys.toml", k_pool, 0600);
   FileRead read = read_private_file(path);
   EXPECT_FALSE(read.text);
-  EXPECT_EQ(read.problem, "its directory " + dir + " is writable by other users (mode 0777): they "
-                          "could replace your pool file. Run: chmod go-w " + dir);
+  EXPECT_EQ(read.problem, "its directory " + dir +
+                              " is writable by other users (mode 0777): they "
+                              "could replace your pool file. Run: chmod go-w " +
+                              dir);
 }
 
 TEST(PoolFilePermissions, DirectoryWritableByGroupIsRefused) {

@@ -51,15 +51,16 @@ TEST_P(BadConfigGolden, ReportsExactlyTheExpectedMessages) {
       << "goldens mark key material with SECRET; it must never be printed";
 }
 
-TEST(BadConfigGoldens, ThereAreEnoughOfThem) { EXPECT_GE(golden_names().size(), 12u); }
+TEST(BadConfigGoldens, ThereAreEnoughOfThem) {
+  EXPECT_GE(golden_names().size(), 12u);
+}
 
 namespace {
 
 std::string test_name(const testing::TestParamInfo<std::string>& param_info) {
   std::string name = param_info.param;
   std::replace_if(
-      name.begin(), name.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); },
-      '_');
+      name.begin(), name.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
   return name;
 }
 

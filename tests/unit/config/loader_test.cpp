@@ -11,7 +11,9 @@ using std::chrono::milliseconds;
 
 namespace {
 
-LoadResult load(const std::string& text) { return load_pool_text(text, "keys.toml"); }
+LoadResult load(const std::string& text) {
+  return load_pool_text(text, "keys.toml");
+}
 
 Config load_ok(const std::string& text) {
   LoadResult result = load(text);
@@ -59,7 +61,8 @@ TEST(LoadPool, MinimalFileGetsEveryDefault) {
 
 TEST(LoadPool, ReadsEverySetting) {
   keyshim::test::TempDir temp;
-  std::string ca = temp.write("ca.pem", keyshim::test::read_file(KEYSHIM_TEST_DATA_DIR "/config/test-ca.pem"));
+  std::string ca =
+      temp.write("ca.pem", keyshim::test::read_file(KEYSHIM_TEST_DATA_DIR "/config/test-ca.pem"));
   Config config = load_ok(R"([server]
 listen = "[::1]:9999"
 client_token = "local-token-123"
@@ -161,8 +164,8 @@ TEST(LoadPool, KeyCmdFailureIsReportedAtItsPosition) {
 }
 
 TEST(LoadPool, DurationsAcceptStringsAndWholeSeconds) {
-  Config config = load_ok(std::string("[upstream]\nconnect_timeout = 3\nidle_timeout = \"1.5s\"\n") +
-                          k_one_key);
+  Config config =
+      load_ok(std::string("[upstream]\nconnect_timeout = 3\nidle_timeout = \"1.5s\"\n") + k_one_key);
   EXPECT_EQ(config.upstream.connect_timeout, milliseconds(3000));
   EXPECT_EQ(config.upstream.idle_timeout, milliseconds(1500));
 }
@@ -177,12 +180,11 @@ TEST(LoadPool, DrainTimeoutMayBeZeroButTimeoutsMayNot) {
 }
 
 TEST(LoadPool, SizesAcceptBytesAndBinaryUnits) {
-  EXPECT_EQ(load_ok(std::string("[server]\nmax_request_body = 1000\n") + k_one_key)
-                .server.max_request_body,
+  EXPECT_EQ(load_ok(std::string("[server]\nmax_request_body = 1000\n") + k_one_key).server.max_request_body,
             1000u);
-  EXPECT_EQ(load_ok(std::string("[server]\nmax_request_body = \"1GiB\"\n") + k_one_key)
-                .server.max_request_body,
-            1024u * 1024 * 1024);
+  EXPECT_EQ(
+      load_ok(std::string("[server]\nmax_request_body = \"1GiB\"\n") + k_one_key).server.max_request_body,
+      1024u * 1024 * 1024);
   EXPECT_EQ(only_problem(std::string("[server]\nmax_request_body = 0\n") + k_one_key),
             "keys.toml:2:20: server: \"max_request_body\" must be at least 1 bytes");
 }
@@ -298,8 +300,9 @@ namespace {
 TEST(LoaderSecrets, SkippingResolutionNeverRunsKeyCommandsOrReadsVariables) {
   test::TempDir dir;
   std::string marker = dir.path() + "/ran";
-  std::string text = "[[keys]]\nlabel = \"a\"\nkey_cmd = [\"/bin/sh\", \"-c\", \"touch " + marker +
-                     "; echo sk-from-cmd\"]\n[[keys]]\nlabel = \"b\"\nkey_env = \"KEYSHIM_TEST_SURELY_UNSET_VAR\"\n";
+  std::string text =
+      "[[keys]]\nlabel = \"a\"\nkey_cmd = [\"/bin/sh\", \"-c\", \"touch " + marker +
+      "; echo sk-from-cmd\"]\n[[keys]]\nlabel = \"b\"\nkey_env = \"KEYSHIM_TEST_SURELY_UNSET_VAR\"\n";
   LoadResult skipped = load_pool_text(text, "keys.toml", SecretResolution::skip);
   ASSERT_TRUE(skipped.ok()) << skipped.problems_text();
   EXPECT_EQ(skipped.config->keys.size(), 2u);

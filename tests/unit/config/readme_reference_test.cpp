@@ -11,7 +11,8 @@
 namespace keyshim::config {
 namespace {
 
-constexpr const char* k_begin = "<!-- settings-reference:begin (generated from src/config/settings_table.cpp) -->\n";
+constexpr const char* k_begin =
+    "<!-- settings-reference:begin (generated from src/config/settings_table.cpp) -->\n";
 constexpr const char* k_end = "<!-- settings-reference:end -->";
 
 TEST(SettingsReference, ReadmeMatchesTheSettingsTable) {

@@ -92,8 +92,8 @@ TEST(KeyCmd, SlowCommandIsKilledAtTheTimeout) {
 
 TEST(KeyCmd, CommandThatClosesStdoutButKeepsRunningIsKilledAtTheTimeout) {
   // exec, so the process keyshim kills is the one that holds on.
-  SecretOutcome outcome = secret_from_command({"sh", "-c", "exec >&- 2>&-; exec sleep 30"},
-                                              {milliseconds(100), 64 * 1024});
+  SecretOutcome outcome =
+      secret_from_command({"sh", "-c", "exec >&- 2>&-; exec sleep 30"}, {milliseconds(100), 64 * 1024});
   EXPECT_NE(outcome.error.find("did not finish within 100ms"), std::string::npos);
 }
 

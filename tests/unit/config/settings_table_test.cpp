@@ -19,11 +19,10 @@ std::string describe_sections(const Config& config) {
   const ServerSettings& s = config.server;
   const UpstreamSettings& u = config.upstream;
   return fmt::format("{} {} {} {} {} | {} {} {} {} {} {} {} {} {}", s.listen.text(),
-                     s.client_token.has_value(), fmt::join(s.allowed_origins, ","),
-                     s.max_request_body, s.drain_timeout.count(), u.base_url.text(), u.auth.text(),
-                     to_string(u.strategy), u.max_attempts, u.connect_timeout.count(),
-                     u.first_byte_timeout.count(), u.idle_timeout.count(), u.max_cooldown.count(),
-                     u.ca_file.value_or("-"));
+                     s.client_token.has_value(), fmt::join(s.allowed_origins, ","), s.max_request_body,
+                     s.drain_timeout.count(), u.base_url.text(), u.auth.text(), to_string(u.strategy),
+                     u.max_attempts, u.connect_timeout.count(), u.first_byte_timeout.count(),
+                     u.idle_timeout.count(), u.max_cooldown.count(), u.ca_file.value_or("-"));
 }
 
 } // namespace
@@ -56,8 +55,8 @@ TEST(SettingsTable, DocumentedDefaultsMatchTheStructDefaults) {
     if (setting.default_text.empty() || setting.section == Section::key) {
       continue;
     }
-    std::string text = fmt::format("[{}]\n{} = {}\n{}", to_string(setting.section), setting.name,
-                                   setting.default_text, key);
+    std::string text =
+        fmt::format("[{}]\n{} = {}\n{}", to_string(setting.section), setting.name, setting.default_text, key);
     LoadResult result = load_pool_text(text, "keys.toml");
     ASSERT_TRUE(result.ok()) << setting.name << ": " << result.problems_text();
     EXPECT_EQ(describe_sections(*result.config), expected) << setting.name;

@@ -81,7 +81,9 @@ TEST(Label, RejectsEmptyLongAndUnsafeLabels) {
   EXPECT_NE(label_problem("a\nb").find("may only contain"), std::string::npos);
 }
 
-TEST(KeyMaterial, AcceptsPrintableAscii) { EXPECT_EQ(key_material_problem("sk-abc_123.XYZ"), ""); }
+TEST(KeyMaterial, AcceptsPrintableAscii) {
+  EXPECT_EQ(key_material_problem("sk-abc_123.XYZ"), "");
+}
 
 TEST(KeyMaterial, RejectsWhatCannotTravelInAHeaderWithoutEchoingIt) {
   EXPECT_EQ(key_material_problem(""), "is empty");

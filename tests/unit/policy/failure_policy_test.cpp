@@ -44,7 +44,8 @@ TEST_F(FailurePolicyTest, RedirectsAndOther2xxCommit) {
 }
 
 TEST_F(FailurePolicyTest, HealthyEventStreamCommits) {
-  Verdict verdict = classify_now(event_stream("event: message_start\ndata: {\"type\":\"message_start\"}\n\n"));
+  Verdict verdict =
+      classify_now(event_stream("event: message_start\ndata: {\"type\":\"message_start\"}\n\n"));
   EXPECT_EQ(verdict.action, Action::commit);
   EXPECT_EQ(verdict.change, HealthChange::success);
 }
@@ -140,8 +141,8 @@ TEST_F(FailurePolicyTest, AnthropicOverloadedIsATransientFailure) {
 TEST_F(FailurePolicyTest, FailureStreakCoolsFromTheThirdFailureDoublingToTenMinutes) {
   // consecutive_failures before this one -> the cooldown this one brings.
   const std::pair<int, std::chrono::milliseconds> expected[] = {
-      {0, 0s},   {1, 0s},    {2, 30s},    {3, 60s},    {4, 120s},
-      {5, 240s}, {6, 480s},  {7, 600s},   {8, 600s},   {1000, 600s},
+      {0, 0s},   {1, 0s},   {2, 30s},  {3, 60s},  {4, 120s},
+      {5, 240s}, {6, 480s}, {7, 600s}, {8, 600s}, {1000, 600s},
   };
   for (const auto& [previous, cooldown] : expected) {
     Verdict verdict = classify_now(response(503), KeyHistory{previous, 0});
@@ -218,11 +219,12 @@ TEST_F(FailurePolicyTest, OpenAIRateLimitCoolsForTheWaitInItsMessage) {
 }
 
 TEST_F(FailurePolicyTest, AnthropicRateLimitUsesItsHeaders) {
-  Verdict verdict = classify_now(response(429,
-                                          {{"retry-after", "23"},
-                                           {"anthropic-ratelimit-input-tokens-remaining", "0"},
-                                           {"anthropic-ratelimit-input-tokens-reset", "2026-11-29T12:00:40Z"}},
-                                          provider_body("anthropic_429_rate_limit.json")));
+  Verdict verdict =
+      classify_now(response(429,
+                            {{"retry-after", "23"},
+                             {"anthropic-ratelimit-input-tokens-remaining", "0"},
+                             {"anthropic-ratelimit-input-tokens-reset", "2026-11-29T12:00:40Z"}},
+                            provider_body("anthropic_429_rate_limit.json")));
   EXPECT_EQ(verdict.change, HealthChange::cool);
   EXPECT_EQ(verdict.cooldown, 23s);
   EXPECT_EQ(verdict.reason, "429 Retry-After");
@@ -265,8 +267,8 @@ TEST_F(FailurePolicyTest, GeminiPerMinuteQuotaCoolsForItsRetryDelay) {
 // Row: 402, or 429/403 saying insufficient_quota / billing.
 
 TEST_F(FailurePolicyTest, InsufficientQuotaDisablesInsteadOfCooling) {
-  Verdict verdict =
-      classify_now(response(429, {{"Retry-After", "20"}}, provider_body("openai_429_insufficient_quota.json")));
+  Verdict verdict = classify_now(
+      response(429, {{"Retry-After", "20"}}, provider_body("openai_429_insufficient_quota.json")));
   EXPECT_EQ(verdict.action, Action::next_key);
   EXPECT_EQ(verdict.change, HealthChange::disable);
   EXPECT_EQ(verdict.reason, "insufficient_quota");
@@ -349,7 +351,8 @@ TEST_F(FailurePolicyTest, OtherForbiddenCoolsTenMinutes) {
 
 TEST_F(FailurePolicyTest, RequestErrorsAreRelayedAndLeaveHealthUntouched) {
   for (int status : {400, 404, 405, 408, 409, 413, 415, 422, 451, 501, 505, 599}) {
-    Verdict verdict = classify_now(response(status, {}, "{\"error\":{\"message\":\"bad\"}}"), KeyHistory{2, 2});
+    Verdict verdict =
+        classify_now(response(status, {}, "{\"error\":{\"message\":\"bad\"}}"), KeyHistory{2, 2});
     EXPECT_EQ(verdict.action, Action::relay) << status;
     EXPECT_EQ(verdict.change, HealthChange::none) << status;
     EXPECT_EQ(verdict.cooldown, 0ms) << status;

@@ -84,7 +84,8 @@ TEST_F(RetryHintsTest, RetryAfterMs) {
 
 TEST_F(RetryHintsTest, OpenAIResetDurations) {
   const std::pair<const char*, std::chrono::milliseconds> cases[] = {
-      {"6m0s", 360s}, {"1s", 1s}, {"20ms", 20ms}, {"1h2m3.5s", 3723500ms}, {"0.5s", 500ms}, {"17.087s", 17087ms},
+      {"6m0s", 360s},          {"1s", 1s},      {"20ms", 20ms},
+      {"1h2m3.5s", 3723500ms}, {"0.5s", 500ms}, {"17.087s", 17087ms},
   };
   for (const auto& [text, wait] : cases) {
     auto h = hint({{"x-ratelimit-reset-requests", text}});
@@ -129,7 +130,8 @@ TEST_F(RetryHintsTest, OpenAINoLimitReportedExhaustedWaitsForTheLonger) {
 
 TEST_F(RetryHintsTest, OpenAICompatibleResetAsSecondsOrEpoch) {
   EXPECT_EQ(hint({{"x-ratelimit-reset-requests", "30"}})->wait, 30s);
-  auto epoch = std::chrono::duration_cast<std::chrono::seconds>(m_clock.now().time_since_epoch()).count() + 90;
+  auto epoch =
+      std::chrono::duration_cast<std::chrono::seconds>(m_clock.now().time_since_epoch()).count() + 90;
   EXPECT_EQ(hint({{"x-ratelimit-reset-requests", std::to_string(epoch)}})->wait, 90s);
 }
 

@@ -36,13 +36,16 @@ TEST(SseProbe, CommentOnlyBlocksBeforeTheFirstEventAreSkipped) {
 }
 
 TEST(SseProbe, ByteOrderMarkIsIgnored) {
-  EXPECT_EQ(first_event_end("\xEF\xBB\xBF" "data: x\n\n"), std::size_t{12});
+  EXPECT_EQ(first_event_end("\xEF\xBB\xBF"
+                            "data: x\n\n"),
+            std::size_t{12});
 }
 
 TEST(SseProbe, AnthropicMessageStartIsNotAnError) {
-  EXPECT_FALSE(first_event_error(
-      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_01\",\"type\":\"message\","
-      "\"role\":\"assistant\",\"content\":[],\"stop_reason\":null}}\n\n"));
+  EXPECT_FALSE(
+      first_event_error("event: message_start\ndata: "
+                        "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_01\",\"type\":\"message\","
+                        "\"role\":\"assistant\",\"content\":[],\"stop_reason\":null}}\n\n"));
 }
 
 TEST(SseProbe, OpenAIChunkIsNotAnError) {
@@ -53,7 +56,8 @@ TEST(SseProbe, OpenAIChunkIsNotAnError) {
 }
 
 TEST(SseProbe, NullErrorMemberIsNotAnError) {
-  EXPECT_FALSE(first_event_error("event: response.created\ndata: {\"type\":\"response.created\",\"error\":null}\n\n"));
+  EXPECT_FALSE(
+      first_event_error("event: response.created\ndata: {\"type\":\"response.created\",\"error\":null}\n\n"));
 }
 
 TEST(SseProbe, DoneAndPlainTextAreNotErrors) {
@@ -63,13 +67,15 @@ TEST(SseProbe, DoneAndPlainTextAreNotErrors) {
 }
 
 TEST(SseProbe, AnthropicOverloadedErrorEvent) {
-  EXPECT_EQ(first_event_error("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
-                              "\"message\":\"Overloaded\"}}\n\n"),
-            "overloaded_error");
+  EXPECT_EQ(
+      first_event_error("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
+                        "\"message\":\"Overloaded\"}}\n\n"),
+      "overloaded_error");
 }
 
 TEST(SseProbe, AnthropicErrorPayloadWithoutEventLine) {
-  EXPECT_EQ(first_event_error("data: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"x\"}}\n\n"),
+  EXPECT_EQ(first_event_error(
+                "data: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"x\"}}\n\n"),
             "api_error");
 }
 
@@ -77,9 +83,10 @@ TEST(SseProbe, OpenAIErrorPayloadPrefersCodeOverType) {
   EXPECT_EQ(first_event_error("data: {\"error\":{\"message\":\"Rate limit reached\",\"type\":\"requests\","
                               "\"param\":null,\"code\":\"rate_limit_exceeded\"}}\n\n"),
             "rate_limit_exceeded");
-  EXPECT_EQ(first_event_error("data: {\"error\":{\"message\":\"The server had an error\",\"type\":\"server_error\","
-                              "\"param\":null,\"code\":null}}\n\n"),
-            "server_error");
+  EXPECT_EQ(
+      first_event_error("data: {\"error\":{\"message\":\"The server had an error\",\"type\":\"server_error\","
+                        "\"param\":null,\"code\":null}}\n\n"),
+      "server_error");
 }
 
 TEST(SseProbe, GeminiErrorPayloadUsesItsStatus) {

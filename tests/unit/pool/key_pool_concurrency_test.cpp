@@ -21,8 +21,7 @@ constexpr int k_threads = 8;
 constexpr int k_acquires_per_thread = 600;
 
 // Runs `body(thread_index)` on k_threads threads, released together.
-template <typename Body>
-void run_threads(Body body) {
+template <typename Body> void run_threads(Body body) {
   std::atomic<bool> go{false};
   std::vector<std::thread> threads;
   for (int t = 0; t < k_threads; ++t) {

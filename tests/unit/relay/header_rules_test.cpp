@@ -7,17 +7,27 @@ namespace keyshim::relay {
 namespace {
 
 TEST(HeaderRules, HopByHopAndConnectionNamedHeadersAreDropped) {
-  httplib::Headers in = {{"Connection", "keep-alive, X-Secret-Hop"}, {"X-Secret-Hop", "1"}, {"Keep-Alive", "5"},
-                         {"TE", "trailers"},  {"Upgrade", "h2c"},         {"Accept", "text/event-stream"}};
+  httplib::Headers in = {{"Connection", "keep-alive, X-Secret-Hop"},
+                         {"X-Secret-Hop", "1"},
+                         {"Keep-Alive", "5"},
+                         {"TE", "trailers"},
+                         {"Upgrade", "h2c"},
+                         {"Accept", "text/event-stream"}};
   httplib::Headers out = upstream_request_headers(in);
   EXPECT_EQ(out.size(), 1u);
   EXPECT_EQ(out.begin()->first, "Accept");
 }
 
 TEST(HeaderRules, ClientCredentialsHostLengthAndPseudoHeadersAreDropped) {
-  httplib::Headers in = {{"Authorization", "Bearer x"}, {"x-api-key", "x"}, {"X-Goog-Api-Key", "x"},
-                         {"api-key", "x"},             {"Host", "127.0.0.1"}, {"Content-Length", "3"},
-                         {"REMOTE_ADDR", "127.0.0.1"}, {"LOCAL_PORT", "8787"}, {"anthropic-version", "2023-06-01"}};
+  httplib::Headers in = {{"Authorization", "Bearer x"},
+                         {"x-api-key", "x"},
+                         {"X-Goog-Api-Key", "x"},
+                         {"api-key", "x"},
+                         {"Host", "127.0.0.1"},
+                         {"Content-Length", "3"},
+                         {"REMOTE_ADDR", "127.0.0.1"},
+                         {"LOCAL_PORT", "8787"},
+                         {"anthropic-version", "2023-06-01"}};
   httplib::Headers out = upstream_request_headers(in);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out.begin()->first, "anthropic-version");
@@ -30,8 +40,10 @@ TEST(HeaderRules, ValuesWithCrOrLfAreDropped) {
 }
 
 TEST(HeaderRules, ResponseFramingHeadersAreLeftToTheServer) {
-  httplib::Headers out = client_response_headers(
-      {{"Content-Length", "10"}, {"Transfer-Encoding", "chunked"}, {"Connection", "close"}, {"Content-Encoding", "gzip"}});
+  httplib::Headers out = client_response_headers({{"Content-Length", "10"},
+                                                  {"Transfer-Encoding", "chunked"},
+                                                  {"Connection", "close"},
+                                                  {"Content-Encoding", "gzip"}});
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out.begin()->first, "Content-Encoding");
 }
@@ -78,8 +90,8 @@ TEST(Redact, EveryOccurrenceOfAPoolKeyBecomesItsFingerprint) {
   keys[1].secret = util::Secret("sk-second-key-11");
   pool::KeyPool pool(keys, config::Strategy::ordered, util::system_clock());
   std::string out = redact_keys("bad key sk-first-key-000, also sk-first-key-000 and sk-second-key-11", pool);
-  EXPECT_EQ(out, "bad key " + keys[0].secret.fingerprint() + ", also " + keys[0].secret.fingerprint() + " and " +
-                     keys[1].secret.fingerprint());
+  EXPECT_EQ(out, "bad key " + keys[0].secret.fingerprint() + ", also " + keys[0].secret.fingerprint() +
+                     " and " + keys[1].secret.fingerprint());
 }
 
 } // namespace

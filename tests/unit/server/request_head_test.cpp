@@ -21,8 +21,11 @@ TEST(RequestHead, AcceptsAnOrdinaryHead) {
 TEST(RequestHead, RefusesAmbiguousOrOversizedInput) {
   HeadLimits limits;
   limits.max_body_bytes = 100;
-  EXPECT_EQ(check_head("POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", limits).status, 400);
-  EXPECT_EQ(check_head("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", limits).status, 400);
+  EXPECT_EQ(
+      check_head("POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", limits).status,
+      400);
+  EXPECT_EQ(check_head("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", limits).status,
+            400);
   EXPECT_EQ(check_head("POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", limits).status, 400);
   EXPECT_EQ(check_head("POST / HTTP/1.1\r\nContent-Length: 101\r\n\r\n", limits).status, 413);
   EXPECT_EQ(check_head("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", limits).status, 501);
@@ -40,7 +43,8 @@ TEST(RequestHead, ErrorResponsesAreCompleteJson) {
 }
 
 TEST(RequestGuard, LoopbackHostHeaders) {
-  for (const char* ok : {"", "localhost", "LocalHost:8787", "127.0.0.1", "127.255.0.1:1", "[::1]", "[::1]:8787"}) {
+  for (const char* ok :
+       {"", "localhost", "LocalHost:8787", "127.0.0.1", "127.255.0.1:1", "[::1]", "[::1]:8787"}) {
     EXPECT_TRUE(is_loopback_host_header(ok)) << ok;
   }
   for (const char* bad : {"example.com", "127.0.0.1.example.com", "0x7f.1", "127.1", "[::2]", "[::1]x",
@@ -76,7 +80,8 @@ TEST(RequestGuard, TokenIsAcceptedWhereverClientsPutTheirKey) {
 }
 
 TEST(StatusJson, HealthSaysUnavailableWithoutAvailableKeys) {
-  EXPECT_EQ(health_json({2, 0, 1, 1}), R"({"status":"unavailable","keys":{"total":2,"available":0,"cooling":1,"disabled":1}})");
+  EXPECT_EQ(health_json({2, 0, 1, 1}),
+            R"({"status":"unavailable","keys":{"total":2,"available":0,"cooling":1,"disabled":1}})");
 }
 
 TEST(StatusJson, CoolingKeysCarryTheirEndAndReason) {
@@ -85,9 +90,12 @@ TEST(StatusJson, CoolingKeysCarryTheirEndAndReason) {
   key.health.state = pool::KeyState::cooling;
   key.health.until = now + std::chrono::seconds(90);
   key.health.reason = "429 Retry-After";
-  std::string json = status_json({key}, {1, 0, 1, 0}, now, InstanceInfo{42, 1, "/k.toml", "", "127.0.0.1:8787"});
-  EXPECT_NE(json.find(R"("state":"cooling","until":"2027-01-15T08:01:30Z","resumes_in_ms":90000,"reason":"429 Retry-After")"),
-            std::string::npos)
+  std::string json =
+      status_json({key}, {1, 0, 1, 0}, now, InstanceInfo{42, 1, "/k.toml", "", "127.0.0.1:8787"});
+  EXPECT_NE(
+      json.find(
+          R"("state":"cooling","until":"2027-01-15T08:01:30Z","resumes_in_ms":90000,"reason":"429 Retry-After")"),
+      std::string::npos)
       << json;
   EXPECT_NE(json.find(R"("pid":42)"), std::string::npos);
 }

@@ -73,9 +73,9 @@ unsigned mode_of(const std::string& path) {
 TEST(ServicePlan, SystemdInstallWritesTheUnitThenReloadsEnablesAndRestarts) {
   service::Plan plan = service::plan_install(systemd_target("/home/u"));
   EXPECT_EQ(plan.unit_path, "/home/u/.config/systemd/user/keyshim.service");
-  EXPECT_NE(plan.unit_text.find(
-                "ExecStart=/usr/local/bin/keyshim serve -c /home/u/.config/keyshim/keys.toml\n"),
-            std::string::npos);
+  EXPECT_NE(
+      plan.unit_text.find("ExecStart=/usr/local/bin/keyshim serve -c /home/u/.config/keyshim/keys.toml\n"),
+      std::string::npos);
   EXPECT_EQ(step_texts(plan), (std::vector<std::string>{
                                   "mkdir -p -m 0700 /home/u/.config/systemd/user",
                                   "write /home/u/.config/systemd/user/keyshim.service (mode 0644)",
@@ -170,8 +170,7 @@ TEST(PlanExecutor, InstallIntoATemporaryHomeWritesTheUnitWithPrivateDirectories)
   EXPECT_EQ(mode_of(home.path() + "/.config/systemd/user"), 0700u);
   ASSERT_EQ(runner.calls.size(), 3u);
   EXPECT_EQ(runner.calls[0], (std::vector<std::string>{"systemctl", "--user", "daemon-reload"}));
-  EXPECT_EQ(runner.calls[2],
-            (std::vector<std::string>{"systemctl", "--user", "restart", "keyshim.service"}));
+  EXPECT_EQ(runner.calls[2], (std::vector<std::string>{"systemctl", "--user", "restart", "keyshim.service"}));
 }
 
 TEST(PlanExecutor, ReinstallReplacesTheUnitAndLeavesExistingDirectoriesAlone) {
@@ -185,10 +184,9 @@ TEST(PlanExecutor, ReinstallReplacesTheUnitAndLeavesExistingDirectoriesAlone) {
   EXPECT_EQ(mode_of(unit), 0644u);
   EXPECT_EQ(mode_of(home.path() + "/.config"), 0755u);
   // No temporary file is left beside the unit.
-  EXPECT_EQ(
-      std::distance(std::filesystem::directory_iterator(home.path() + "/.config/systemd/user"),
-                    std::filesystem::directory_iterator()),
-      1);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(home.path() + "/.config/systemd/user"),
+                          std::filesystem::directory_iterator()),
+            1);
 }
 
 TEST(PlanExecutor, StopsAtTheFirstFailingRequiredCommand) {
@@ -220,8 +218,7 @@ TEST(PlanExecutor, UninstallRemovesTheUnit) {
   std::string unit = home.write(".config/systemd/user/keyshim.service", "x", 0644);
   RecordingRunner runner;
   ASSERT_TRUE(
-      service::execute_plan(service::plan_uninstall(systemd_target(home.path())), std::ref(runner))
-          .ok);
+      service::execute_plan(service::plan_uninstall(systemd_target(home.path())), std::ref(runner)).ok);
   EXPECT_FALSE(std::filesystem::exists(unit));
 }
 

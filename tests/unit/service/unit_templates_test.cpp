@@ -78,8 +78,7 @@ void expect_verifies(const std::string& unit_text) {
     }
     argv.insert(argv.end(), {"verify", unit});
     service::CommandResult result = service::run_command_captured(argv);
-    EXPECT_TRUE(result.ok()) << service::shell_command_text(argv) << ": " << result.describe()
-                             << "\n"
+    EXPECT_TRUE(result.ok()) << service::shell_command_text(argv) << ": " << result.describe() << "\n"
                              << result.output;
     EXPECT_EQ(result.output, "") << service::shell_command_text(argv);
   }
@@ -98,8 +97,7 @@ TEST(SystemdUnit, ShippedTemplateHasExactlyOneExecStartAndTheDocumentedDefaults)
 }
 
 TEST(SystemdUnit, RenderingReplacesOnlyTheExecStartLine) {
-  std::string rendered =
-      service::render_systemd_unit("/opt/keyshim/bin/keyshim", "/home/u/keys.toml");
+  std::string rendered = service::render_systemd_unit("/opt/keyshim/bin/keyshim", "/home/u/keys.toml");
   EXPECT_EQ(lines_starting_with(rendered, "ExecStart=").at(0),
             "ExecStart=/opt/keyshim/bin/keyshim serve -c /home/u/keys.toml");
 
@@ -111,8 +109,8 @@ TEST(SystemdUnit, RenderingReplacesOnlyTheExecStartLine) {
 }
 
 TEST(SystemdUnit, PathsWithSpacesAndSpecialCharactersAreQuotedForExecStart) {
-  std::string rendered = service::render_systemd_unit("/home/u/My Tools/100%/$x/keyshim",
-                                                      "/home/u/a \"b\" 100%$HOME\\x.toml");
+  std::string rendered =
+      service::render_systemd_unit("/home/u/My Tools/100%/$x/keyshim", "/home/u/a \"b\" 100%$HOME\\x.toml");
   // The program path gets specifier expansion only; arguments get variable
   // expansion too (systemd.service(5), "Command lines").
   EXPECT_EQ(lines_starting_with(rendered, "ExecStart=").at(0),
@@ -139,8 +137,7 @@ TEST(SystemdUnit, RefusesABinaryPathSystemdCannotRun) {
 
 TEST(SystemdUnit, RefusesRelativePathsAndControlCharacters) {
   EXPECT_THROW(service::render_systemd_unit("keyshim", "/k.toml"), std::invalid_argument);
-  EXPECT_THROW(service::render_systemd_unit("/usr/bin/keyshim", "keys.toml"),
-               std::invalid_argument);
+  EXPECT_THROW(service::render_systemd_unit("/usr/bin/keyshim", "keys.toml"), std::invalid_argument);
   // A newline would end ExecStart= and let the path add directives.
   EXPECT_THROW(service::render_systemd_unit("/usr/bin/keyshim", "/k\nExecStartPre=/bin/evil"),
                std::invalid_argument);
@@ -164,8 +161,7 @@ TEST(SystemdUnit, RenderedUnitWithAwkwardPathsPassesSystemdAnalyzeVerify) {
   TempDir dir;
   // verify checks the quoted first argument resolves to this very file.
   std::string binary = make_executable(dir, "my tools/$HOME; 100%/keyshim");
-  expect_verifies(
-      service::render_systemd_unit(binary, dir.path() + "/my keys/$keys \"x\" 'y' \\z%h.toml"));
+  expect_verifies(service::render_systemd_unit(binary, dir.path() + "/my keys/$keys \"x\" 'y' \\z%h.toml"));
 }
 
 TEST(LaunchdPlist, ShippedTemplateIsWellFormedAndHasThePlaceholders) {
@@ -177,17 +173,15 @@ TEST(LaunchdPlist, ShippedTemplateIsWellFormedAndHasThePlaceholders) {
 }
 
 TEST(LaunchdPlist, RenderingFillsEveryPlaceholder) {
-  std::string plist = service::render_launchd_plist(
-      "/opt/homebrew/bin/keyshim", "/Users/u/.config/keyshim/keys.toml", "/Users/u/");
+  std::string plist = service::render_launchd_plist("/opt/homebrew/bin/keyshim",
+                                                    "/Users/u/.config/keyshim/keys.toml", "/Users/u/");
   EXPECT_EQ(plist.find('@'), std::string::npos) << plist;
   EXPECT_EQ(test::xml_problem(plist), "");
   EXPECT_EQ(test::plist_string_array(plist, "ProgramArguments"),
             (std::vector<std::string>{"/opt/homebrew/bin/keyshim", "serve", "-c",
                                       "/Users/u/.config/keyshim/keys.toml"}));
-  EXPECT_EQ(test::plist_string(plist, "StandardErrorPath"),
-            "/Users/u/Library/Logs/keyshim/keyshim.log");
-  EXPECT_EQ(test::plist_string(plist, "StandardOutPath"),
-            "/Users/u/Library/Logs/keyshim/keyshim.log");
+  EXPECT_EQ(test::plist_string(plist, "StandardErrorPath"), "/Users/u/Library/Logs/keyshim/keyshim.log");
+  EXPECT_EQ(test::plist_string(plist, "StandardOutPath"), "/Users/u/Library/Logs/keyshim/keyshim.log");
 }
 
 TEST(LaunchdPlist, PathsAreXmlEscapedAndReadBackUnchanged) {
@@ -199,13 +193,11 @@ TEST(LaunchdPlist, PathsAreXmlEscapedAndReadBackUnchanged) {
   EXPECT_NE(plist.find("A&amp;B &lt;tools&gt;"), std::string::npos);
   EXPECT_EQ(test::plist_string_array(plist, "ProgramArguments"),
             (std::vector<std::string>{binary, "serve", "-c", config}));
-  EXPECT_EQ(test::plist_string(plist, "StandardErrorPath"),
-            "/Users/R&D/Library/Logs/keyshim/keyshim.log");
+  EXPECT_EQ(test::plist_string(plist, "StandardErrorPath"), "/Users/R&D/Library/Logs/keyshim/keyshim.log");
 }
 
 TEST(LaunchdPlist, RefusesRelativePathsAndControlCharacters) {
-  EXPECT_THROW(service::render_launchd_plist("/bin/keyshim", "/k.toml", "relative"),
-               std::invalid_argument);
+  EXPECT_THROW(service::render_launchd_plist("/bin/keyshim", "/k.toml", "relative"), std::invalid_argument);
   EXPECT_THROW(service::render_launchd_plist("/bin/keyshim", "/k\x01.toml", "/Users/u"),
                std::invalid_argument);
 }
@@ -215,11 +207,9 @@ TEST(LaunchdPlist, RenderedPlistPassesXmllintWhenInstalled) {
     GTEST_SKIP() << "xmllint is not installed (Debian package: libxml2-utils)";
   }
   TempDir dir;
-  std::string path =
-      dir.write("dev.keyshim.plist",
-                service::render_launchd_plist("/a&b/keyshim", "/c<d>/k.toml", "/Users/u"), 0644);
-  service::CommandResult result =
-      service::run_command_captured({"xmllint", "--noout", "--nonet", path});
+  std::string path = dir.write(
+      "dev.keyshim.plist", service::render_launchd_plist("/a&b/keyshim", "/c<d>/k.toml", "/Users/u"), 0644);
+  service::CommandResult result = service::run_command_captured({"xmllint", "--noout", "--nonet", path});
   EXPECT_TRUE(result.ok()) << result.output;
 }
 

@@ -7,8 +7,8 @@ namespace keyshim::test {
 namespace {
 
 bool is_name_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' ||
-         c == ':' || static_cast<unsigned char>(c) >= 0x80;
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == ':' ||
+         static_cast<unsigned char>(c) >= 0x80;
 }
 
 // Checks every '&' starts a known entity and there is no raw '<'.
@@ -73,8 +73,7 @@ std::string xml_problem(std::string_view doc) {
   std::size_t i = 0;
   while (i < doc.size()) {
     std::size_t lt = doc.find('<', i);
-    std::string_view text =
-        doc.substr(i, lt == std::string_view::npos ? std::string_view::npos : lt - i);
+    std::string_view text = doc.substr(i, lt == std::string_view::npos ? std::string_view::npos : lt - i);
     if (open.empty() && text.find_first_not_of(" \t\r\n") != std::string_view::npos) {
       return "text outside the root element at " + std::to_string(i);
     }
@@ -166,8 +165,7 @@ std::vector<std::string> plist_string_array(std::string_view doc, std::string_vi
   std::string_view rest = after_key(doc, key);
   std::size_t end = rest.find("</array>");
   rest = rest.substr(0, end);
-  for (std::size_t at = rest.find("<string>"); at != std::string_view::npos;
-       at = rest.find("<string>", at)) {
+  for (std::size_t at = rest.find("<string>"); at != std::string_view::npos; at = rest.find("<string>", at)) {
     at += 8;
     std::size_t close = rest.find("</string>", at);
     values.push_back(unescape(rest.substr(at, close - at)));

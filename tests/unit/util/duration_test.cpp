@@ -31,7 +31,9 @@ TEST(ParseDuration, RejectsTextThatIsNotADuration) {
   EXPECT_FALSE(parse_duration(".s"));
 }
 
-TEST(ParseDuration, RejectsAbsurdlyLargeValues) { EXPECT_FALSE(parse_duration("999999999999d")); }
+TEST(ParseDuration, RejectsAbsurdlyLargeValues) {
+  EXPECT_FALSE(parse_duration("999999999999d"));
+}
 
 TEST(FormatDuration, UsesMillisecondsBelowOneSecond) {
   EXPECT_EQ(format_duration(milliseconds(412)), "412ms");

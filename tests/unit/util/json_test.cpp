@@ -70,10 +70,35 @@ TEST(Json, PassesRawUtf8Through) {
 }
 
 TEST(Json, RejectsMalformedInput) {
-  for (const char* text : {"", " ", "{", "[1,]", "{\"a\":}", "{\"a\" 1}", "{a:1}", "[1 2]", "tru", "nul",
-                           "01", "1.", ".5", "-", "1e", "+1", "\"unterminated", "\"bad \\x escape\"",
-                           "\"\\u12\"", "\"\\ud83d\"", "\"\\ude00\"", "\"\\ud83d\\u0041\"", "\"tab\there\"",
-                           "{} extra", "[1]]", "NaN", "Infinity", "1e999", "'single'"}) {
+  for (const char* text : {"",
+                           " ",
+                           "{",
+                           "[1,]",
+                           "{\"a\":}",
+                           "{\"a\" 1}",
+                           "{a:1}",
+                           "[1 2]",
+                           "tru",
+                           "nul",
+                           "01",
+                           "1.",
+                           ".5",
+                           "-",
+                           "1e",
+                           "+1",
+                           "\"unterminated",
+                           "\"bad \\x escape\"",
+                           "\"\\u12\"",
+                           "\"\\ud83d\"",
+                           "\"\\ude00\"",
+                           "\"\\ud83d\\u0041\"",
+                           "\"tab\there\"",
+                           "{} extra",
+                           "[1]]",
+                           "NaN",
+                           "Infinity",
+                           "1e999",
+                           "'single'"}) {
     JsonError error;
     EXPECT_FALSE(parse_json(text, &error)) << text;
     EXPECT_FALSE(error.message.empty()) << text;
