@@ -1,6 +1,7 @@
 // `keyshim status` and `keyshim reload` run as black boxes against a real
 // `keyshim serve` child process, which forwards to a scripted fake upstream.
 #include "support/http_fake_upstream.hpp"
+#include "support/http_raw_client.hpp"
 #include "support/run_binary.hpp"
 #include "support/temp_dir.hpp"
 #include "util/json.hpp"
@@ -35,22 +36,6 @@ constexpr const char* k_key_1 = "sk-status-test-key-one-0001";
 constexpr const char* k_key_2 = "sk-status-test-key-two-0002";
 constexpr const char* k_key_3 = "sk-status-test-key-three-0003";
 
-// A port nothing listens on: bind port 0, read what the kernel chose, close.
-int unused_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(fd);
-    return 0;
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 std::string key_entry(const std::string& label, const std::string& key) {
   return "\n[[keys]]\nlabel = \"" + label + "\"\n" + key + "\n";
 }
@@ -71,7 +56,7 @@ std::string two_keys() {
 class ServeFixture : public ::testing::Test {
 protected:
   void start(const std::string& server_extra = "") {
-    m_port = unused_port();
+    m_port = keyshim::test::unused_loopback_port();
     ASSERT_GT(m_port, 0);
     m_path = m_dir.write("keys.toml", pool(m_port, m_upstream.base_url(), two_keys(), server_extra));
     RunOptions options = child_options();
@@ -153,7 +138,7 @@ using ReloadCommand = ServeFixture;
 } // namespace
 
 TEST_F(StatusCommand, NoInstanceExitsOneAndSaysHowToStartOne) {
-  int port = unused_port();
+  int port = keyshim::test::unused_loopback_port();
   RunResult result = run({"status", "--listen", "127.0.0.1:" + std::to_string(port)});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_EQ(result.out, "");
@@ -236,7 +221,7 @@ TEST_F(StatusCommand, ClientTokenFromTheFileIsSentAndAMismatchIsNamed) {
 }
 
 TEST_F(ReloadCommand, NoInstanceExitsOne) {
-  std::string path = m_dir.write("keys.toml", pool(unused_port(), m_upstream.base_url(), two_keys()));
+  std::string path = m_dir.write("keys.toml", pool(keyshim::test::unused_loopback_port(), m_upstream.base_url(), two_keys()));
   RunResult result = run({"reload", "-c", path});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("no keyshim answering"), std::string::npos) << result.err;

@@ -17,19 +17,6 @@
 namespace keyshim::test {
 namespace {
 
-// A port nothing listens on right now (bound, read, released).
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 class ServeBinary : public ::testing::Test {
 protected:
   std::string write_pool(const std::string& toml) {
@@ -42,7 +29,7 @@ protected:
   }
 
   ChildProcess start(const std::string& pool_path, const std::vector<std::string>& extra = {}) {
-    port = free_port();
+    port = unused_loopback_port();
     std::vector<std::string> argv = {KEYSHIM_BINARY, "serve",    "-c",
                                      pool_path,      "--listen", "127.0.0.1:" + std::to_string(port)};
     argv.insert(argv.end(), extra.begin(), extra.end());
@@ -134,7 +121,7 @@ TEST_F(ServeBinary, SighupReloadsThePoolFile) {
 }
 
 TEST_F(ServeBinary, ReloadNamesASettingThatNeedsARestart) {
-  port = free_port();
+  port = unused_loopback_port();
   std::string path = write_pool(pool_toml(1, "", fmt::format("listen = \"127.0.0.1:{}\"\n", port)));
   ChildProcess serve = ChildProcess::start({KEYSHIM_BINARY, "serve", "-c", path});
   ASSERT_TRUE(serve.wait_for_stderr("listening on http://127.0.0.1:" + std::to_string(port))) << serve.err();

@@ -41,6 +41,10 @@ struct RawResponse {
   std::string header(const std::string& name) const;
 };
 
+// A loopback port nothing listens on right now: bind port 0, read what the
+// kernel chose, close. 0 when no port could be had.
+int unused_loopback_port();
+
 // Parse one response from the start of `bytes`.
 RawResponse parse_response(const std::string& bytes);
 
