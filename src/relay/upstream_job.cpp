@@ -206,7 +206,13 @@ UpstreamJob::AttemptResult UpstreamJob::attempt(std::size_t index) {
   // then nothing is committed and the attempt ends as a timeout or a cancel.
   auto do_commit = [&](int commit_status, const httplib::Headers& commit_headers) {
     auto ttfb = duration_cast<milliseconds>(steady_clock::now() - started);
-    if (!m_exchange.commit(commit_status, client_response_headers(commit_headers))) {
+    httplib::Headers client_headers = client_response_headers(commit_headers);
+    // A HEAD answer has no body for httplib to measure: keep the length the
+    // upstream declared for the GET it describes.
+    if (m_request.method == "HEAD" && commit_headers.count("Content-Length") == 1) {
+      client_headers.emplace("Content-Length", commit_headers.find("Content-Length")->second);
+    }
+    if (!m_exchange.commit(commit_status, std::move(client_headers))) {
       return false;
     }
     committed = true;

@@ -158,6 +158,20 @@ TEST(Forwarding, SeveralRequestsShareOneKeepAliveConnection) {
   EXPECT_LT(upstream.connections(), 5u);
 }
 
+TEST(Forwarding, HeadKeepsTheDeclaredLengthAndSendsNoBody) {
+  FakeUpstream upstream;
+  upstream.push({200, {{"Content-Type", "application/json"}}, {std::string(1234, 'x')}, false});
+  Shim shim(pool_toml(1), upstream.base_url());
+  RawConnection conn(shim.port());
+  conn.send("HEAD /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  ASSERT_TRUE(conn.read_to_close(10s));
+  EXPECT_EQ(upstream.seen().at(0).method, "HEAD");
+  std::string received = conn.received();
+  EXPECT_EQ(received.rfind("HTTP/1.1 200", 0), 0u) << received;
+  EXPECT_NE(received.find("Content-Length: 1234\r\n"), std::string::npos) << received;
+  EXPECT_EQ(received.substr(received.find("\r\n\r\n") + 4), "") << "a HEAD answer has no body";
+}
+
 TEST(Forwarding, HeadProbeOfTheRootIsAnsweredLocally) {
   FakeUpstream upstream;
   Shim shim(pool_toml(1), upstream.base_url());

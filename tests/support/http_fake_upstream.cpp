@@ -248,6 +248,7 @@ void FakeUpstream::serve_connection(int fd) {
     }
     Scripted script;
     std::size_t index;
+    bool head_request = request.method == "HEAD";
     {
       std::lock_guard lock(m_mutex);
       if (!m_script.empty()) {
@@ -261,6 +262,10 @@ void FakeUpstream::serve_connection(int fd) {
       index = m_seen.size();
       m_seen.push_back(std::move(request));
       m_changed.notify_all();
+    }
+    if (head_request) { // headers as for GET, no body (RFC 9110 §9.3.2)
+      script.chunked = false;
+      script.head_only = true;
     }
     if (!respond(fd, script, index)) {
       break;
@@ -297,6 +302,9 @@ bool FakeUpstream::respond(int fd, const Scripted& script, std::size_t index) {
   if (!send_all(fd, head)) {
     note_hangup(index);
     return false;
+  }
+  if (script.head_only) {
+    return true;
   }
   for (std::size_t i = 0; i < script.pieces.size(); ++i) {
     if (script.cut_after_pieces >= 0 && i == static_cast<std::size_t>(script.cut_after_pieces)) {

@@ -26,6 +26,7 @@ struct Scripted {
   bool reset_before_reply = false;                          // close (RST) without any response
   int cut_after_pieces = -1;                                // close without ending the body after N pieces
   bool hold_after_first_piece = false;                      // wait for release() (or a hang-up) after piece 1
+  bool head_only = false; // set for HEAD requests: the length of the body, not the body
 };
 
 struct SeenRequest {
