@@ -1,5 +1,7 @@
 #include "config/config.hpp"
 
+#include "util/ascii.hpp"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -11,12 +13,6 @@
 
 namespace keyshim::config {
 namespace {
-
-std::string lowercase(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
 
 // "8787" -> 8787; nullopt unless the whole text is a number in [0, 65535].
 std::optional<int> parse_port(const std::string& text) {
@@ -112,7 +108,7 @@ std::optional<UpstreamUrl> parse_upstream_url(const std::string& text, std::stri
     return std::nullopt;
   }
   UpstreamUrl url;
-  url.scheme = lowercase(text.substr(0, sep));
+  url.scheme = util::to_lower(text.substr(0, sep));
   if (url.scheme != "https" && url.scheme != "http") {
     error = "must start with https:// (or http:// for a loopback host)";
     return std::nullopt;
@@ -135,7 +131,7 @@ std::optional<UpstreamUrl> parse_upstream_url(const std::string& text, std::stri
     error = "has no valid host; write it like \"https://api.openai.com\"";
     return std::nullopt;
   }
-  url.host = lowercase(url.host);
+  url.host = util::to_lower(url.host);
   url.port = url.tls() ? 443 : 80;
   if (!port_text.empty()) {
     std::optional<int> port = parse_port(port_text);
@@ -175,7 +171,7 @@ std::optional<ListenAddress> parse_listen_address(const std::string& text, std::
     return std::nullopt;
   }
   address.port = *port;
-  address.host = lowercase(address.host);
+  address.host = util::to_lower(address.host);
   if (!is_loopback_host(address.host)) {
     error = fmt::format("must be a loopback address (127.0.0.0/8, [::1] or localhost), not \"{}\": "
                         "whoever can reach keyshim can use your API keys",
@@ -186,7 +182,7 @@ std::optional<ListenAddress> parse_listen_address(const std::string& text, std::
 }
 
 bool is_loopback_host(const std::string& raw_host) {
-  std::string host = lowercase(raw_host);
+  std::string host = util::to_lower(raw_host);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   }

@@ -1,6 +1,7 @@
 #pragma once
 // Small ASCII text helpers shared by the policy sources (internal header).
 #include "policy/failure_policy.hpp"
+#include "util/ascii.hpp"
 
 #include <optional>
 #include <string>
@@ -9,9 +10,11 @@
 
 namespace keyshim::policy::detail {
 
-inline char ascii_lower(char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
+using util::ascii_lower;
+using util::iequals;
+using util::to_lower;
+using util::trim;
+
 inline bool is_digit(char c) {
   return c >= '0' && c <= '9';
 }
@@ -22,10 +25,6 @@ inline bool is_space(char c) {
   return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-// ASCII lowercase copy; other bytes (UTF-8) pass through.
-std::string to_lower(std::string_view text);
-bool iequals(std::string_view a, std::string_view b);
-std::string_view trim(std::string_view text);
 bool contains(std::string_view haystack, std::string_view needle);
 
 // The value of the first header named `name` (case-insensitive), trimmed.

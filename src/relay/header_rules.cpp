@@ -1,5 +1,7 @@
 #include "relay/header_rules.hpp"
 
+#include "util/ascii.hpp"
+
 #include <algorithm>
 #include <array>
 #include <set>
@@ -21,18 +23,9 @@ constexpr std::array<std::string_view, 4> k_credential_headers = {"authorization
 constexpr std::array<std::string_view, 4> k_pseudo_headers = {"remote_addr", "remote_port", "local_addr",
                                                               "local_port"};
 
-char lower(char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-std::string lowercase(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), lower);
-  return out;
-}
-
 template <std::size_t N> bool in_list(const std::array<std::string_view, N>& list, std::string_view name) {
-  return std::any_of(list.begin(), list.end(), [&](std::string_view entry) { return iequals(entry, name); });
+  return std::any_of(list.begin(), list.end(),
+                     [&](std::string_view entry) { return util::iequals(entry, name); });
 }
 
 bool has_crlf(std::string_view value) {
@@ -47,15 +40,9 @@ std::set<std::string> connection_named(const httplib::Headers& headers) {
     std::string_view value = it->second;
     while (!value.empty()) {
       std::size_t comma = value.find(',');
-      std::string_view token = value.substr(0, comma);
-      while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) {
-        token.remove_prefix(1);
-      }
-      while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) {
-        token.remove_suffix(1);
-      }
+      std::string_view token = util::trim(value.substr(0, comma));
       if (!token.empty()) {
-        names.insert(lowercase(token));
+        names.insert(util::to_lower(token));
       }
       value = comma == std::string_view::npos ? std::string_view{} : value.substr(comma + 1);
     }
@@ -67,7 +54,7 @@ int hex_value(char c) {
   if (c >= '0' && c <= '9') {
     return c - '0';
   }
-  c = lower(c);
+  c = util::ascii_lower(c);
   return (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
 }
 
@@ -106,11 +93,6 @@ std::string percent_encode(std::string_view text) {
 
 } // namespace
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
-}
-
 bool is_hop_by_hop(std::string_view name) {
   return in_list(k_hop_by_hop, name);
 }
@@ -119,9 +101,9 @@ httplib::Headers upstream_request_headers(const httplib::Headers& client_headers
   std::set<std::string> named = connection_named(client_headers);
   httplib::Headers out;
   for (const auto& [name, value] : client_headers) {
-    if (is_hop_by_hop(name) || named.count(lowercase(name)) || iequals(name, "host") ||
-        iequals(name, "content-length") || iequals(name, "expect") || in_list(k_credential_headers, name) ||
-        in_list(k_pseudo_headers, name) || has_crlf(value)) {
+    if (is_hop_by_hop(name) || named.count(util::to_lower(name)) || util::iequals(name, "host") ||
+        util::iequals(name, "content-length") || util::iequals(name, "expect") ||
+        in_list(k_credential_headers, name) || in_list(k_pseudo_headers, name) || has_crlf(value)) {
       continue;
     }
     out.emplace(name, value);
@@ -202,7 +184,7 @@ httplib::Headers client_response_headers(const httplib::Headers& upstream_header
   std::set<std::string> named = connection_named(upstream_headers);
   httplib::Headers out;
   for (const auto& [name, value] : upstream_headers) {
-    if (is_hop_by_hop(name) || named.count(lowercase(name)) || iequals(name, "content-length") ||
+    if (is_hop_by_hop(name) || named.count(util::to_lower(name)) || util::iequals(name, "content-length") ||
         has_crlf(value)) {
       continue;
     }

@@ -34,7 +34,4 @@ httplib::Headers client_response_headers(const httplib::Headers& upstream_header
 // True for RFC 9110 hop-by-hop header names (case-insensitive).
 bool is_hop_by_hop(std::string_view name);
 
-// Case-insensitive ASCII comparison.
-bool iequals(std::string_view a, std::string_view b);
-
 } // namespace keyshim::relay

@@ -3,6 +3,7 @@
 #include "policy/sse_probe.hpp"
 #include "relay/answers.hpp"
 #include "relay/header_rules.hpp"
+#include "util/ascii.hpp"
 #include "util/duration.hpp"
 #include "util/log.hpp"
 
@@ -24,7 +25,7 @@ constexpr std::size_t k_error_body_limit = 1024 * 1024;
 enum class Mode { none, commit_on_first_bytes, probe_first_event, buffer_error };
 
 bool starts_with_ci(std::string_view text, std::string_view prefix) {
-  return text.size() >= prefix.size() && iequals(text.substr(0, prefix.size()), prefix);
+  return text.size() >= prefix.size() && util::iequals(text.substr(0, prefix.size()), prefix);
 }
 
 std::vector<policy::Header> to_policy_headers(const httplib::Headers& headers) {

@@ -1,17 +1,12 @@
 #include "server/request_guard.hpp"
 
+#include "util/ascii.hpp"
+
 #include <algorithm>
 #include <arpa/inet.h>
 
 namespace keyshim::server {
 namespace {
-
-std::string lowercase(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 bool all_digits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -44,7 +39,7 @@ bool is_loopback_host_header(std::string_view host) {
     }
     host = host.substr(0, colon);
   }
-  name = lowercase(host);
+  name = util::to_lower(host);
   if (name == "localhost" || name == "localhost.") {
     return true;
   }
@@ -59,7 +54,7 @@ bool origin_allowed(std::string_view origin, const std::vector<std::string>& all
 
 bool presents_token(const httplib::Request& req, const util::Secret& token) {
   std::string authorization = req.get_header_value("Authorization");
-  if (authorization.size() > 7 && lowercase(authorization.substr(0, 7)) == "bearer ") {
+  if (authorization.size() > 7 && util::iequals(std::string_view(authorization).substr(0, 7), "bearer ")) {
     authorization = authorization.substr(7);
   }
   for (const std::string& candidate :

@@ -1,5 +1,6 @@
 #include "server/request_head.hpp"
 
+#include "util/ascii.hpp"
 #include "util/log.hpp"
 
 #include <fmt/format.h>
@@ -11,21 +12,8 @@
 namespace keyshim::server {
 namespace {
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
+using util::iequals;
+using util::trim;
 
 const char* reason_phrase(int status) {
   switch (status) {
