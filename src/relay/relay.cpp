@@ -153,7 +153,7 @@ void Relay::forward(std::shared_ptr<const PoolState> state, const httplib::Reque
 
   httplib::Headers headers = exchange->headers();
   if (exchange->complete_before(k_buffered_answer_limit)) {
-    exchange->join();
+    // Complete means the upstream pushed its last byte: the pull gets it all.
     send_whole(exchange->status(), headers, exchange->pull(milliseconds(0)).bytes);
     return;
   }
