@@ -10,3 +10,17 @@ find_package(CLI11 REQUIRED)
 find_package(tomlplusplus REQUIRED)
 find_package(fmt REQUIRED)
 find_package(Threads REQUIRED)
+# The proxy path: Boost.Beast and Asio are header-only in Debian's 1.74
+# (libboost-dev); only OpenSSL is linked. Every TU must agree on these
+# definitions or the ODR breaks, so the imported target carries them.
+find_package(Boost 1.74 REQUIRED)
+add_library(keyshim_beast INTERFACE)
+target_link_libraries(keyshim_beast INTERFACE Boost::headers OpenSSL::SSL OpenSSL::Crypto Threads::Threads)
+target_compile_definitions(keyshim_beast INTERFACE BOOST_BEAST_USE_STD_STRING_VIEW BOOST_ASIO_NO_DEPRECATED
+                                                   BOOST_ASIO_NO_TS_EXECUTORS)
+# The first-event check reads a decompressed copy of compressed streams.
+find_package(ZLIB REQUIRED)
+pkg_check_modules(BROTLIDEC REQUIRED IMPORTED_TARGET libbrotlidec)
+pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
+# Tests compress their own brotli samples.
+pkg_check_modules(BROTLIENC REQUIRED IMPORTED_TARGET libbrotlienc)
