@@ -231,7 +231,6 @@ int run_demo(const DemoFlags& flags) {
   options.config_path = "(built-in demo pool)";
   options.config_text = demo_pool(provider.base_url());
   options.listen = *listen;
-  options.worker_threads = 32;
   std::unique_ptr<server::ShimServer> shim = start_shim(options);
   const config::ListenAddress bound = shim->listen_address();
   const std::string address = bound.text();

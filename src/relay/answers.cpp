@@ -1,8 +1,10 @@
 #include "relay/answers.hpp"
 
+#include "relay/beast.hpp"
 #include "relay/header_rules.hpp"
 #include "relay/json_error.hpp"
 #include "relay/redact.hpp"
+#include "util/ascii.hpp"
 #include "util/duration.hpp"
 
 #include <fmt/format.h>
@@ -14,15 +16,26 @@ namespace keyshim::relay {
 
 using namespace std::chrono;
 
-Answer upstream_error_answer(const policy::Outcome& outcome, const pool::KeyPool& pool) {
+Answer upstream_error_answer(const policy::Outcome& outcome, std::string_view reason, std::string_view body,
+                             const Redactor& redact) {
   Answer answer;
   answer.status = outcome.status;
-  httplib::Headers raw;
-  for (const policy::Header& h : outcome.headers) {
-    raw.emplace(h.name, h.value);
+  answer.reason = std::string(reason);
+  for (const policy::Header& field : outcome.headers) {
+    if (is_hop_by_hop(field.name) || util::iequals(field.name, "content-length")) {
+      continue;
+    }
+    answer.headers.emplace_back(field.name, redact.apply(field.value));
   }
-  answer.headers = client_response_headers(raw);
-  answer.body = redact_keys(outcome.body, pool);
+  answer.body = redact.apply(body);
+  return answer;
+}
+
+Answer json_error_answer(int status, std::string_view message, std::string_view type, std::string_view code) {
+  Answer answer;
+  answer.status = status;
+  answer.headers.emplace_back("Content-Type", "application/json");
+  answer.body = json_error_body(message, type, code);
   return answer;
 }
 
@@ -31,33 +44,49 @@ Answer unreachable_answer(const std::vector<std::string>& tried_keys) {
   for (const std::string& t : tried_keys) {
     tried += (tried.empty() ? "" : "; ") + t;
   }
-  Answer answer;
-  answer.status = 502;
-  answer.headers.emplace("Content-Type", "application/json");
-  answer.body = json_error_body(fmt::format("keyshim: no upstream response ({})", tried),
-                                "keyshim_upstream_unreachable", "upstream_unreachable");
-  return answer;
+  return json_error_answer(502, fmt::format("keyshim: no upstream response ({})", tried),
+                           "keyshim_upstream_unreachable", "upstream_unreachable");
 }
 
 Answer no_key_answer(const pool::Selection& selection) {
-  Answer answer;
-  answer.status = 503;
-  answer.headers.emplace("Content-Type", "application/json");
-  std::string message;
-  if (selection.earliest_available) {
-    auto wait = duration_cast<milliseconds>(*selection.earliest_available - system_clock::now());
-    auto seconds_left =
-        std::max<long long>(1, static_cast<long long>(std::ceil(static_cast<double>(wait.count()) / 1000.0)));
-    answer.headers.emplace("Retry-After", std::to_string(seconds_left));
-    message = fmt::format("keyshim: every key is cooling or disabled; the next one is available in {} "
-                          "(see `keyshim status`)",
-                          util::format_duration(milliseconds(seconds_left * 1000)));
-  } else {
-    message = "keyshim: every key is disabled (revoked or out of credit); fix the pool file and run "
-              "`keyshim reload` (see `keyshim status`)";
+  if (!selection.earliest_available) {
+    return json_error_answer(
+        503,
+        "keyshim: every key is disabled (revoked or out of credit); fix the pool file and "
+        "run `keyshim reload` (see `keyshim status`)",
+        "keyshim_no_key_available", "no_key_available");
   }
-  answer.body = json_error_body(message, "keyshim_no_key_available", "no_key_available");
+  auto wait = duration_cast<milliseconds>(*selection.earliest_available - system_clock::now());
+  auto seconds_left =
+      std::max<long long>(1, static_cast<long long>(std::ceil(static_cast<double>(wait.count()) / 1000.0)));
+  Answer answer = json_error_answer(
+      503,
+      fmt::format("keyshim: every key is cooling or disabled; the next one is available in {} "
+                  "(see `keyshim status`)",
+                  util::format_duration(milliseconds(seconds_left * 1000))),
+      "keyshim_no_key_available", "no_key_available");
+  answer.headers.emplace_back("Retry-After", std::to_string(seconds_left));
   return answer;
+}
+
+std::string serialize(const Answer& answer, bool head_request, bool close) {
+  std::string_view reason = answer.reason;
+  if (reason.empty()) {
+    reason = http::obsolete_reason(static_cast<http::status>(answer.status));
+  }
+  std::string out = fmt::format("HTTP/1.1 {} {}\r\n", answer.status, reason);
+  for (const auto& [name, value] : answer.headers) {
+    out.append(name).append(": ").append(value).append("\r\n");
+  }
+  out.append(fmt::format("Content-Length: {}\r\n", answer.body.size()));
+  if (close) {
+    out.append("Connection: close\r\n");
+  }
+  out.append("\r\n");
+  if (!head_request) {
+    out.append(answer.body);
+  }
+  return out;
 }
 
 } // namespace keyshim::relay

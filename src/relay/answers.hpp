@@ -1,26 +1,43 @@
 #pragma once
 // The complete responses the relay gives when it does not stream one: an
 // upstream error relayed (keys redacted), a 502 when no upstream answered,
-// a 503 when no key is eligible.
+// a 503 when no key is eligible or no pool file is usable.
 #include "policy/failure_policy.hpp"
 #include "pool/key_pool.hpp"
-#include "relay/exchange.hpp"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace keyshim::relay {
 
-// The upstream's error response as the client will get it: hop-by-hop
-// headers removed, every pool key in the body replaced by its fingerprint.
-Answer upstream_error_answer(const policy::Outcome& outcome, const pool::KeyPool& pool);
+class Redactor;
 
-// 502 in the OpenAI error shape naming each key tried and what it got
-// ("k0: connect error").
+struct Answer {
+  int status = 502;
+  std::string reason; // the status line's phrase; "" = the standard one
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+};
+
+// The upstream's error response as the client will get it: hop-by-hop and
+// framing fields removed, every pool key in the fields and body replaced by
+// its fingerprint.
+Answer upstream_error_answer(const policy::Outcome& outcome, std::string_view reason, std::string_view body,
+                             const Redactor& redact);
+
+// A JSON answer in the OpenAI error shape.
+Answer json_error_answer(int status, std::string_view message, std::string_view type, std::string_view code);
+
+// 502 naming each key tried and what it got ("k0: connect error").
 Answer unreachable_answer(const std::vector<std::string>& tried_keys);
 
 // 503 with Retry-After until the earliest cooldown ends (none when every
 // key is disabled).
 Answer no_key_answer(const pool::Selection& selection);
+
+// The answer as bytes on the wire, with its Content-Length; without the body
+// for a HEAD request; with `Connection: close` when the connection ends.
+std::string serialize(const Answer& answer, bool head_request, bool close);
 
 } // namespace keyshim::relay

@@ -1,239 +1,212 @@
 #include "relay/exchange.hpp"
 
+#include "relay/redact.hpp"
+#include "util/ascii.hpp"
+#include "util/duration.hpp"
+#include "util/log.hpp"
+
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/read.hpp>
+
+#include <fmt/format.h>
+
 namespace keyshim::relay {
+namespace {
 
-Exchange::Exchange(std::size_t queue_limit)
-    : m_queue_limit(queue_limit), m_last_activity(std::chrono::steady_clock::now()) {
+using namespace std::chrono;
+
+// Interim responses (103 Early Hints) skipped before the real one.
+constexpr int k_max_interim_responses = 8;
+
+std::string path_of(std::string_view target) {
+  return std::string(target.substr(0, target.find('?'))); // a query may carry a key
 }
 
-Exchange::~Exchange() {
-  // Never let a joinable thread reach std::thread's destructor (terminate).
-  cancel_and_join("request abandoned");
+} // namespace
+
+Exchange::Exchange(std::shared_ptr<const PoolState> state, ClientRequest request,
+                   std::shared_ptr<Downstream> client, RelayContext& context)
+    : m_state(std::move(state)), m_config(*m_state->config), m_pool(*m_state->pool),
+      m_request(std::move(request)), m_client(std::move(client)), m_context(context),
+      m_started(context.clock.now()), m_timer(m_client->socket().get_executor()) {
+  m_client_keep_alive = m_request.keep_alive();
+  m_record.method = std::string(m_request.method_string());
+  m_record.path = path_of(m_request.target());
+  m_excluded.assign(m_pool.size(), false);
+  m_retried.assign(m_pool.size(), false);
 }
 
-void Exchange::start(std::function<void()> body) {
-  m_thread = std::thread([this, body = std::move(body)] {
-    body();
-    std::lock_guard lock(m_mutex);
-    m_upstream_done = true;
-    m_changed.notify_all();
+void Exchange::start() {
+  watch_client();
+  choose_key();
+}
+
+// Each pass either makes an attempt (bounded by max_attempts) or excludes a
+// key for good (bounded by the pool size), so the loop ends.
+void Exchange::choose_key() {
+  m_phase = Phase::choosing;
+  m_watchdog.stop();
+  while (m_attempts < m_config.upstream.max_attempts) {
+    std::vector<bool> mask = m_excluded;
+    if (m_same_key) {
+      mask.assign(m_pool.size(), true);
+      mask[*m_same_key] = false;
+    }
+    pool::Selection selection = m_pool.acquire(mask);
+    if (selection.index) {
+      attempt(*selection.index);
+      return;
+    }
+    if (m_same_key) { // the key went cooling after its failure: move on
+      m_excluded[*m_same_key] = true;
+      m_same_key.reset();
+      continue;
+    }
+    if (m_attempts == 0) {
+      answer(no_key_answer(selection));
+      return;
+    }
+    break;
+  }
+  give_up();
+}
+
+// Out of attempts or keys: the last upstream error is the most truthful
+// answer; with none (only transport failures), say what each key got.
+void Exchange::give_up() {
+  answer(m_last_error ? *m_last_error : unreachable_answer(m_tried));
+}
+
+void Exchange::attempt(std::size_t index) {
+  ++m_attempts;
+  ++m_generation;
+  m_record.attempts = m_attempts;
+  m_holding_key = index;
+  m_attempt = Attempt{};
+  m_attempt.index = index;
+  m_attempt.started = m_context.clock.now();
+  const config::KeyConfig& key = m_pool.key(index);
+  std::optional<std::size_t> body_size;
+  if (!m_request.body().empty() || m_request.has_content_length() || m_request.chunked()) {
+    body_size = m_request.body().size();
+  }
+  m_request_head = upstream_head(
+      m_request.base(), upstream_target(m_request.target(), m_state->query_auth_params, key), key, body_size);
+  m_attempt.conn = m_context.upstreams.take_idle(UpstreamPool::origin_of(key));
+  if (m_attempt.conn) {
+    m_attempt.reused = true;
+    send_request();
+    return;
+  }
+  connect_fresh();
+}
+
+void Exchange::connect_fresh() {
+  const config::KeyConfig& key = m_pool.key(m_attempt.index);
+  std::string error;
+  m_attempt.reused = false;
+  m_attempt.conn = m_context.upstreams.make(key, error);
+  if (!m_attempt.conn) {
+    fail_attempt(policy::TransportFailure::tls, error);
+    return;
+  }
+  m_phase = Phase::connecting;
+  arm_deadline(Watchdog::Kind::connect, m_config.upstream.connect_timeout);
+  m_attempt.conn->connect(key.base_url, [self = shared_from_this(), generation = m_generation](
+                                            ConnectFailure failure, const std::string& detail) {
+    self->on_connected(generation, failure, detail);
   });
 }
 
-void Exchange::begin_attempt(std::shared_ptr<httplib::Client> client) {
-  std::lock_guard lock(m_mutex);
-  m_active = std::move(client);
-  m_attempt_started = std::chrono::steady_clock::now();
-  m_attempt_has_bytes = false;
-  m_attempt_running = true;
-  m_attempt_expired = false;
-}
-
-bool Exchange::end_attempt() {
-  std::lock_guard lock(m_mutex);
-  // Cleared under the same lock cancel() reads it under: a client that a
-  // cancel may have stopped is never handed back to the idle pool.
-  m_active.reset();
-  m_attempt_running = false;
-  return !m_cancelled && !m_attempt_expired;
-}
-
-bool Exchange::attempt_expired() const {
-  std::lock_guard lock(m_mutex);
-  return m_attempt_expired;
-}
-
-bool Exchange::commit(int status, httplib::Headers headers) {
-  std::lock_guard lock(m_mutex);
-  if (m_cancelled || (m_attempt_running && m_attempt_expired)) {
-    return false;
+void Exchange::on_connected(unsigned generation, ConnectFailure failure, const std::string& detail) {
+  if (generation != m_generation || m_phase != Phase::connecting) {
+    return; // a deadline or a hang-up already moved on
   }
-  m_status = status;
-  m_headers = std::move(headers);
-  m_phase = Phase::committed;
-  m_last_activity = std::chrono::steady_clock::now();
-  m_changed.notify_all();
-  return true;
-}
-
-bool Exchange::push(const char* data, std::size_t size) {
-  std::unique_lock lock(m_mutex);
-  m_blocked_on_queue = true;
-  m_changed.wait(lock, [&] { return m_cancelled || m_queued < m_queue_limit; });
-  m_blocked_on_queue = false;
-  m_last_activity = std::chrono::steady_clock::now();
-  if (m_cancelled) {
-    return false;
-  }
-  m_queue.emplace_back(data, size);
-  m_queued += size;
-  m_changed.notify_all();
-  return true;
-}
-
-void Exchange::finish(bool clean, std::string why) {
-  std::lock_guard lock(m_mutex);
-  m_finished = true;
-  m_clean = clean;
-  m_why = std::move(why);
-  m_changed.notify_all();
-}
-
-void Exchange::answer(Answer answer) {
-  std::lock_guard lock(m_mutex);
-  m_answer = std::move(answer);
-  m_phase = Phase::answered;
-  m_changed.notify_all();
-}
-
-bool Exchange::cancelled() const {
-  std::lock_guard lock(m_mutex);
-  return m_cancelled;
-}
-
-Phase Exchange::wait_decision(std::chrono::milliseconds tick) {
-  std::unique_lock lock(m_mutex);
-  m_changed.wait_for(lock, tick, [&] { return m_phase != Phase::waiting || m_upstream_done; });
-  return m_phase;
-}
-
-int Exchange::status() const {
-  std::lock_guard lock(m_mutex);
-  return m_status;
-}
-
-bool Exchange::upstream_done() const {
-  std::lock_guard lock(m_mutex);
-  return m_upstream_done;
-}
-
-httplib::Headers Exchange::headers() const {
-  std::lock_guard lock(m_mutex);
-  return m_headers;
-}
-
-Answer Exchange::take_answer() {
-  std::lock_guard lock(m_mutex);
-  return std::move(m_answer);
-}
-
-Exchange::Pull Exchange::pull(std::chrono::milliseconds tick) {
-  std::unique_lock lock(m_mutex);
-  m_changed.wait_for(lock, tick, [&] { return !m_queue.empty() || m_finished || m_cancelled; });
-  Pull out;
-  if (m_queue.size() == 1) {
-    out.bytes = std::move(m_queue.front());
-  } else {
-    out.bytes.reserve(m_queued);
-    for (std::string& chunk : m_queue) {
-      out.bytes += chunk;
-    }
-  }
-  m_queue.clear();
-  m_queued = 0;
-  out.ended = m_finished || m_cancelled;
-  out.clean = m_finished && m_clean;
-  out.why = m_cancelled && !m_finished ? "cancelled" : m_why;
-  m_changed.notify_all(); // room in the queue again
-  return out;
-}
-
-bool Exchange::complete_before(std::size_t max_bytes) const {
-  std::lock_guard lock(m_mutex);
-  return m_finished && m_clean && m_queued <= max_bytes;
-}
-
-void Exchange::note_held_bytes() {
-  std::lock_guard lock(m_mutex);
-  m_attempt_has_bytes = true;
-  m_attempt_last_bytes = std::chrono::steady_clock::now();
-}
-
-void Exchange::enforce_attempt_deadlines(std::chrono::milliseconds first_byte,
-                                         std::chrono::milliseconds idle) {
-  {
-    std::lock_guard lock(m_mutex);
-    if (m_phase != Phase::waiting || !m_attempt_running) {
-      return;
-    }
-    auto now = std::chrono::steady_clock::now();
-    bool late =
-        m_attempt_has_bytes ? now - m_attempt_last_bytes > idle : now - m_attempt_started > first_byte;
-    if (!late) {
-      return;
-    }
-    m_attempt_expired = true;
-  }
-  stop_active_client();
-}
-
-bool Exchange::idle_for_longer_than(std::chrono::milliseconds timeout) const {
-  std::lock_guard lock(m_mutex);
-  return !m_finished && !m_blocked_on_queue && std::chrono::steady_clock::now() - m_last_activity > timeout;
-}
-
-void Exchange::cancel(const std::string& why) {
-  {
-    std::lock_guard lock(m_mutex);
-    if (m_cancelled || m_upstream_done) {
-      return;
-    }
-    m_cancelled = true;
-    if (m_why.empty()) {
-      m_why = why;
-    }
-    m_changed.notify_all();
-  }
-  stop_active_client();
-}
-
-void Exchange::stop_active_client() {
-  std::shared_ptr<httplib::Client> client;
-  {
-    std::lock_guard lock(m_mutex);
-    client = m_active;
-  }
-  // Outside our lock: stop() can block while the client is connecting.
-  if (client) {
-    client->stop();
-  }
-}
-
-void Exchange::cancel_and_join(const std::string& why) {
-  if (!m_thread.joinable()) {
+  if (failure != ConnectFailure::none) {
+    fail_attempt(failure == ConnectFailure::tls ? policy::TransportFailure::tls
+                                                : policy::TransportFailure::connect,
+                 detail);
     return;
   }
-  cancel(why);
-  // httplib's stop() is a no-op until send() has registered its socket, so
-  // repeat it until the upstream thread notices. Bounded by the connect
-  // timeout: send() cannot stay in connect longer than that.
-  std::unique_lock lock(m_mutex);
-  while (!m_upstream_done) {
-    if (m_changed.wait_for(lock, std::chrono::milliseconds(20), [&] { return m_upstream_done; })) {
-      break;
+  send_request();
+}
+
+void Exchange::send_request() {
+  m_phase = Phase::sending;
+  arm_deadline(Watchdog::Kind::first_byte, m_config.upstream.first_byte_timeout);
+  std::array<asio::const_buffer, 2> buffers = {asio::buffer(m_request_head), asio::buffer(m_request.body())};
+  m_attempt.conn->with_stream([&](auto& stream) {
+    asio::async_write(stream, buffers,
+                      [self = shared_from_this(), conn = m_attempt.conn, generation = m_generation](
+                          const ErrorCode& ec, std::size_t) { self->on_request_sent(generation, ec); });
+  });
+}
+
+void Exchange::on_request_sent(unsigned generation, const ErrorCode& ec) {
+  if (generation != m_generation || m_phase != Phase::sending) {
+    return;
+  }
+  if (ec) {
+    fail_attempt(policy::TransportFailure::closed_before_response, ec.message());
+    return;
+  }
+  read_head();
+}
+
+void Exchange::read_head() {
+  m_phase = Phase::awaiting_head;
+  m_attempt.parser = std::make_shared<ResponseParser>();
+  ResponseParser& parser = *m_attempt.parser;
+  parser.header_limit(64 * 1024); // a longer head is a failed attempt, not memory
+  parser.body_limit(std::numeric_limits<std::uint64_t>::max()); // never boost::none (Beast 1.74 bug)
+  if (m_request.method() == http::verb::head) {
+    parser.skip(true);
+  }
+  m_attempt.conn->with_stream([&](auto& stream) {
+    http::async_read_header(
+        stream, m_attempt.conn->buffer(), parser,
+        [self = shared_from_this(), conn = m_attempt.conn, held = m_attempt.parser,
+         generation = m_generation](const ErrorCode& ec, std::size_t) { self->on_head(generation, ec); });
+  });
+}
+
+void Exchange::on_head(unsigned generation, const ErrorCode& ec) {
+  if (generation != m_generation || m_phase != Phase::awaiting_head) {
+    return;
+  }
+  if (ec) {
+    fail_attempt(policy::TransportFailure::closed_before_response,
+                 ec == http::error::header_limit ? "response head over 64 KiB" : ec.message());
+    return;
+  }
+  int status = static_cast<int>(m_attempt.parser->get().result_int());
+  if (status >= 100 && status < 200 && status != 101) {
+    if (++m_attempt.interim > k_max_interim_responses) {
+      fail_attempt(policy::TransportFailure::closed_before_response, "too many interim responses");
+      return;
     }
-    lock.unlock();
-    stop_active_client();
-    lock.lock();
+    read_head(); // an interim response: the real one follows on the same connection
+    return;
   }
-  lock.unlock();
-  m_thread.join();
+  on_response_head();
 }
 
-void Exchange::join() {
-  if (m_thread.joinable()) {
-    m_thread.join();
+void Exchange::fail_attempt(policy::TransportFailure failure, const std::string& detail) {
+  // A pooled connection the upstream had closed while idle fails at once,
+  // before any byte: that is not the key's fault, so try a fresh connection.
+  bool stale = m_attempt.reused && failure == policy::TransportFailure::closed_before_response &&
+               !(m_attempt.parser && m_attempt.parser->got_some());
+  drop_connection();
+  if (stale) {
+    ++m_generation;
+    connect_fresh();
+    return;
   }
-}
-
-RequestRecord Exchange::record() const {
-  std::lock_guard lock(m_mutex);
-  return m_record;
-}
-
-void Exchange::note_bytes_sent(std::size_t n) {
-  std::lock_guard lock(m_mutex);
-  m_record.bytes += n;
+  util::log_debug("key {} attempt failed: {} ({})", m_pool.key(m_attempt.index).label,
+                  failure_word(failure, false), detail);
+  policy::Outcome outcome;
+  outcome.transport = failure;
+  act(outcome, verdict_for(outcome), {});
 }
 
 } // namespace keyshim::relay

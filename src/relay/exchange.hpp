@@ -1,149 +1,167 @@
 #pragma once
-// The state one relayed request shares between its two threads:
+// One relayed request, from the moment its head and body are read until its
+// response has been written, as one object with one explicit state:
 //
-//  - the upstream thread runs the attempts and, at the commit point, starts
-//    feeding body bytes into a bounded queue;
-//  - the handler thread (httplib's worker for the client connection) waits
-//    for a decision, then either answers or drains the queue to the client,
-//    and meanwhile watches the clock and the client.
+//   choosing -> connecting -> sending -> awaiting_head
+//     -> reading_error (classify; next key, or relay the error)
+//     -> probing       (a 200 event stream: hold the first event, check it)
+//     -> awaiting_body (other 2xx/3xx: wait for the first body bytes)
+//   -> streaming (committed: the client has bytes) -> done
+//   choosing -> answering (503, 502, a relayed error) -> done
 //
-// The queue bound is what turns a slow reader into backpressure on the
-// upstream socket instead of memory growth. Thread-safe.
+// Each asynchronous step is a named handler. Client hang-up, the deadline
+// timer and shutdown are events on this state, never polls. Everything runs
+// on the event loop's thread; nothing here blocks.
+#include "policy/failure_policy.hpp"
+#include "policy/stream_decoder.hpp"
+#include "relay/answers.hpp"
+#include "relay/beast.hpp"
+#include "relay/header_rules.hpp"
+#include "relay/pool_state.hpp"
 #include "relay/request_log.hpp"
+#include "relay/upstream_conn.hpp"
+#include "relay/watchdog.hpp"
+#include "util/clock.hpp"
 
-#include <httplib.h>
-
-#include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <string>
-#include <thread>
+#include <vector>
 
 namespace keyshim::relay {
 
-using SteadyTime = std::chrono::steady_clock::time_point;
-
-// A complete response that did not stream: an upstream error relayed, or one
-// of keyshim's own (502, 503).
-struct Answer {
-  int status = 502;
-  httplib::Headers headers;
-  std::string body;
+// The client connection, as a relayed request needs it.
+class Downstream {
+public:
+  virtual ~Downstream() = default;
+  virtual Socket& socket() = 0;
+  // The exchange is over. `keep_alive`: the connection may read the next
+  // request; otherwise it must close.
+  virtual void exchange_finished(bool keep_alive) = 0;
 };
 
-enum class Phase { waiting, committed, answered };
+// "connect error" / "connect" (chain) for a transport failure.
+const char* failure_word(policy::TransportFailure failure, bool chain);
 
-class Exchange {
+// What every exchange shares. Event-loop thread only.
+struct RelayContext {
+  UpstreamPool& upstreams;
+  util::MonoClock& clock;
+};
+
+class Exchange : public std::enable_shared_from_this<Exchange> {
 public:
-  explicit Exchange(std::size_t queue_limit = 1024 * 1024);
-  ~Exchange();
-  Exchange(const Exchange&) = delete;
-  Exchange& operator=(const Exchange&) = delete;
+  Exchange(std::shared_ptr<const PoolState> state, ClientRequest request, std::shared_ptr<Downstream> client,
+           RelayContext& context);
 
-  // ---- upstream thread ----------------------------------------------------
-
-  // A new attempt is about to send on `client` (registered so it can be stopped).
-  void begin_attempt(std::shared_ptr<httplib::Client> client);
-  // The attempt's send() returned. True when the client may be reused: the
-  // exchange was neither cancelled nor timed out while it ran.
-  bool end_attempt();
-  // The handler declared the current attempt past its first-byte deadline.
-  bool attempt_expired() const;
-  // The commit point: status and headers are final, body bytes follow.
-  // Refused (false) when the exchange was cancelled, or the running attempt
-  // was expired by the handler: its deadline won the race against the bytes.
-  bool commit(int status, httplib::Headers headers);
-  // Queue body bytes for the client, waiting while the queue is full. False
-  // when the exchange was cancelled (stop reading the upstream).
-  bool push(const char* data, std::size_t size);
-  // The upstream body ended: `clean` when complete, else why it broke.
-  void finish(bool clean, std::string why);
-  // Decide without committing: a complete response for the client.
-  void answer(Answer answer);
-  bool cancelled() const;
-  // Request log fields the upstream thread knows (chain, key, attempts...).
-  template <typename F> void update_record(F&& change) {
-    std::lock_guard lock(m_mutex);
-    change(m_record);
-  }
-
-  // ---- handler thread -----------------------------------------------------
-
-  // Run `body` on the upstream thread owned by this exchange.
-  void start(std::function<void()> body);
-  // Wait up to `tick` for the commit or an answer.
-  Phase wait_decision(std::chrono::milliseconds tick);
-  int status() const;
-  httplib::Headers headers() const;
-  // The upstream thread has returned (after a decision, or cancelled).
-  bool upstream_done() const;
-  Answer take_answer();
-
-  struct Pull {
-    std::string bytes;  // everything queued (may be empty on a tick)
-    bool ended = false; // no more bytes will come
-    bool clean = false; // ...because the upstream body completed
-    std::string why;    // ...or why it broke
-  };
-  // Take queued bytes, waiting up to `tick` for some to arrive.
-  Pull pull(std::chrono::milliseconds tick);
-  // True when the body already completed and fits in one buffer: it can be
-  // answered with a Content-Length instead of streaming.
-  bool complete_before(std::size_t max_bytes) const;
-
-  // Bytes arrived for the current attempt but are held back (the start of an
-  // event stream, read before committing to it).
-  void note_held_bytes();
-  // Deadlines before the commit point: if no byte of the current attempt has
-  // arrived within `first_byte`, or held bytes then stopped for longer than
-  // `idle` (a stream sending only keep-alive comments while a model thinks is
-  // alive), mark the attempt expired and stop its client.
-  void enforce_attempt_deadlines(std::chrono::milliseconds first_byte, std::chrono::milliseconds idle);
-  // Idle deadline after commit: true when the upstream has been silent for
-  // longer than `timeout` (time spent blocked on a full queue does not count).
-  bool idle_for_longer_than(std::chrono::milliseconds timeout) const;
-  // The client left or keyshim is shutting down: stop the upstream now.
-  void cancel(const std::string& why);
-  // Cancel (if still running) and wait for the upstream thread to end.
-  void cancel_and_join(const std::string& why);
-  // Wait for the upstream thread to end on its own (after a decision).
-  void join();
-
-  RequestRecord record() const;
-  void note_bytes_sent(std::size_t n);
+  // Begin: choose a key and make the first attempt (or answer at once).
+  void start();
+  // keyshim is shutting down and the drain ran out: end now.
+  void abort(const std::string& why);
 
 private:
-  void stop_active_client();
+  enum class Phase {
+    choosing,
+    connecting,
+    sending,
+    awaiting_head,
+    reading_error,
+    probing,
+    awaiting_body,
+    streaming,
+    answering,
+    done
+  };
 
-  mutable std::mutex m_mutex;
-  std::condition_variable m_changed;
-  Phase m_phase = Phase::waiting;
-  int m_status = 0;
-  httplib::Headers m_headers;
-  Answer m_answer;
+  // What one attempt holds; replaced whole by the next attempt.
+  struct Attempt {
+    std::size_t index = 0;
+    std::shared_ptr<UpstreamConn> conn;
+    bool reused = false;                    // an idle pooled connection: a stale one earns one fresh retry
+    int interim = 0;                        // 1xx responses skipped
+    std::shared_ptr<ResponseParser> parser; // shared with its pending read, like the connection
+    std::string held;                       // the probed start of a stream, or an error body
+    std::string decoded;                    // the same, decompressed, for the checks
+    std::unique_ptr<policy::StreamDecoder> decoder;
+    MonoTime started{};
+  };
 
-  std::deque<std::string> m_queue;
-  std::size_t m_queued = 0;
-  std::size_t m_queue_limit;
-  bool m_finished = false;
-  bool m_clean = false;
-  std::string m_why;
-  bool m_blocked_on_queue = false;
-  SteadyTime m_last_activity;
+  // ---- choosing a key and attempting (exchange.cpp)
+  void choose_key();
+  void attempt(std::size_t index);
+  void connect_fresh();
+  void on_connected(unsigned generation, ConnectFailure failure, const std::string& detail);
+  void send_request();
+  void on_request_sent(unsigned generation, const ErrorCode& ec);
+  void read_head();
+  void on_head(unsigned generation, const ErrorCode& ec);
+  void on_response_head();
+  void fail_attempt(policy::TransportFailure failure, const std::string& detail);
+  policy::Verdict verdict_for(const policy::Outcome& outcome) const;
+  void act(const policy::Outcome& outcome, const policy::Verdict& verdict, std::string_view relay_body);
+  void apply_health(const policy::Outcome& outcome, const policy::Verdict& verdict);
+  void give_up();
 
-  std::shared_ptr<httplib::Client> m_active;
-  SteadyTime m_attempt_started;
-  SteadyTime m_attempt_last_bytes;
-  bool m_attempt_has_bytes = false;
-  bool m_attempt_running = false;
-  bool m_attempt_expired = false;
-  bool m_cancelled = false;
-  bool m_upstream_done = false;
+  // ---- the response body (exchange_body.cpp)
+  void read_piece();
+  void on_piece(unsigned generation, const ErrorCode& ec);
+  void take_error_piece(std::string_view piece, bool done);
+  void take_probe_piece(std::string_view piece, bool done);
+  void commit(std::string_view first, bool done);
+  void write_piece(std::string_view data, bool last);
+  void on_piece_written(const ErrorCode& ec, std::size_t bytes, bool last);
+  void stream_failed(const std::string& why);
+  void answer(const Answer& answer);
+  void on_answer_written(const ErrorCode& ec, bool close);
+  void finish(bool keep_alive);
 
+  // ---- deadlines, the client, cancellation (exchange_events.cpp)
+  void arm_deadline(Watchdog::Kind kind, milliseconds limit);
+  void on_timer(const ErrorCode& ec);
+  void on_deadline();
+  void watch_client();
+  void on_client_readable(const ErrorCode& ec);
+  void cancel(const std::string& why);
+  void drop_connection();
+
+  std::shared_ptr<const PoolState> m_state;
+  const config::Config& m_config;
+  pool::KeyPool& m_pool;
+  ClientRequest m_request;
+  std::shared_ptr<Downstream> m_client;
+  RelayContext& m_context;
+  Phase m_phase = Phase::choosing;
+  MonoTime m_started;
+  bool m_client_keep_alive = true;
+  bool m_watching_client = false;
+
+  // Across attempts.
+  std::vector<bool> m_excluded;
+  std::vector<bool> m_retried;
+  std::optional<std::size_t> m_same_key; // the next attempt repeats this key
+  std::optional<Answer> m_last_error;
+  std::vector<std::string> m_tried; // "label: what happened", for the 502
+  int m_attempts = 0;
+  std::optional<std::size_t> m_holding_key; // acquired from the pool, not yet released
+
+  // The current attempt; upstream handlers from an older one see a different
+  // generation and do nothing.
+  Attempt m_attempt;
+  unsigned m_generation = 0;
+  std::string m_request_head;
+
+  // Writing to the client.
+  std::string m_prefix; // response head and/or chunk size line
+  std::string m_suffix; // chunk end and/or last-chunk
+  std::string m_answer_bytes;
+  bool m_head_sent = false;
+  bool m_close_after = false;
+  Framing m_framing = Framing::chunked;
+  std::unique_ptr<char[]> m_piece;
+
+  Timer m_timer;
+  Watchdog m_watchdog;
   RequestRecord m_record;
-  std::thread m_thread;
 };
 
 } // namespace keyshim::relay

@@ -1,10 +1,12 @@
 #include "relay/header_rules.hpp"
 
+#include "relay/redact.hpp"
 #include "util/ascii.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
-#include <set>
 
 namespace keyshim::relay {
 namespace {
@@ -19,122 +21,32 @@ constexpr std::array<std::string_view, 9> k_hop_by_hop = {
 constexpr std::array<std::string_view, 4> k_credential_headers = {"authorization", "x-api-key",
                                                                   "x-goog-api-key", "api-key"};
 
-// Headers httplib's server inserts into every request; they never came from the client.
-constexpr std::array<std::string_view, 4> k_pseudo_headers = {"remote_addr", "remote_port", "local_addr",
-                                                              "local_port"};
-
 template <std::size_t N> bool in_list(const std::array<std::string_view, N>& list, std::string_view name) {
   return std::any_of(list.begin(), list.end(),
                      [&](std::string_view entry) { return util::iequals(entry, name); });
 }
 
-bool has_crlf(std::string_view value) {
-  return value.find_first_of("\r\n") != std::string_view::npos;
-}
-
-// Names listed in Connection headers ("Connection: keep-alive, X-Foo").
-std::set<std::string> connection_named(const httplib::Headers& headers) {
-  std::set<std::string> names;
-  auto range = headers.equal_range("Connection");
+// Whether `name` is listed in a Connection field ("Connection: keep-alive, X-Foo").
+bool named_by_connection(const http::fields& fields, std::string_view name) {
+  auto range = fields.equal_range(http::field::connection);
   for (auto it = range.first; it != range.second; ++it) {
-    std::string_view value = it->second;
+    std::string_view value = it->value();
     while (!value.empty()) {
       std::size_t comma = value.find(',');
-      std::string_view token = util::trim(value.substr(0, comma));
-      if (!token.empty()) {
-        names.insert(util::to_lower(token));
+      if (util::iequals(util::trim(value.substr(0, comma)), name)) {
+        return true;
       }
       value = comma == std::string_view::npos ? std::string_view{} : value.substr(comma + 1);
     }
   }
-  return names;
+  return false;
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  c = util::ascii_lower(c);
-  return (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+bool has_connection_field(const http::fields& fields) {
+  return fields.find(http::field::connection) != fields.end();
 }
 
-std::string percent_decode(std::string_view text) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0 && hex_value(text[i + 2]) >= 0) {
-      out += static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2]));
-      i += 2;
-    } else if (text[i] == '+') {
-      out += ' ';
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
-
-std::string percent_encode(std::string_view text) {
-  static constexpr char k_hex[] = "0123456789ABCDEF";
-  std::string out;
-  for (char c : text) {
-    auto u = static_cast<unsigned char>(c);
-    bool unreserved = (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') ||
-                      u == '-' || u == '.' || u == '_' || u == '~';
-    if (unreserved) {
-      out += c;
-    } else {
-      out += '%';
-      out += k_hex[u >> 4];
-      out += k_hex[u & 0xf];
-    }
-  }
-  return out;
-}
-
-} // namespace
-
-bool is_hop_by_hop(std::string_view name) {
-  return in_list(k_hop_by_hop, name);
-}
-
-httplib::Headers upstream_request_headers(const httplib::Headers& client_headers) {
-  std::set<std::string> named = connection_named(client_headers);
-  httplib::Headers out;
-  for (const auto& [name, value] : client_headers) {
-    if (is_hop_by_hop(name) || named.count(util::to_lower(name)) || util::iequals(name, "host") ||
-        util::iequals(name, "content-length") || util::iequals(name, "expect") ||
-        in_list(k_credential_headers, name) || in_list(k_pseudo_headers, name) || has_crlf(value)) {
-      continue;
-    }
-    out.emplace(name, value);
-  }
-  return out;
-}
-
-void apply_auth(const config::Auth& auth, const std::string& key, httplib::Headers& headers,
-                std::string& target) {
-  switch (auth.style) {
-  case config::AuthStyle::bearer:
-    headers.emplace("Authorization", "Bearer " + key);
-    break;
-  case config::AuthStyle::x_api_key:
-    headers.emplace("x-api-key", key);
-    break;
-  case config::AuthStyle::x_goog_api_key:
-    headers.emplace("x-goog-api-key", key);
-    break;
-  case config::AuthStyle::api_key:
-    headers.emplace("api-key", key);
-    break;
-  case config::AuthStyle::query:
-    target = remove_query_param(target, auth.query_param);
-    target += target.find('?') == std::string::npos ? '?' : '&';
-    target += auth.query_param + "=" + percent_encode(key);
-    break;
-  }
-}
-
-std::string remove_query_param(std::string_view target, std::string_view name) {
+std::string remove_query_params(std::string_view target, const std::vector<std::string>& names) {
   std::size_t question = target.find('?');
   if (question == std::string_view::npos) {
     return std::string(target);
@@ -145,8 +57,8 @@ std::string remove_query_param(std::string_view target, std::string_view name) {
   while (true) {
     std::size_t amp = query.find('&');
     std::string_view pair = query.substr(0, amp);
-    std::string_view key = pair.substr(0, pair.find('='));
-    if (!pair.empty() && percent_decode(key) != name) {
+    std::string name = util::percent_decode(pair.substr(0, pair.find('=')));
+    if (!pair.empty() && std::find(names.begin(), names.end(), name) == names.end()) {
       out += first ? '?' : '&';
       out += pair;
       first = false;
@@ -159,38 +71,113 @@ std::string remove_query_param(std::string_view target, std::string_view name) {
   return out;
 }
 
-std::string query_param(std::string_view target, std::string_view name) {
-  std::size_t question = target.find('?');
-  if (question == std::string_view::npos) {
-    return {};
-  }
-  std::string_view query = target.substr(question + 1);
-  while (!query.empty()) {
-    std::size_t amp = query.find('&');
-    std::string_view pair = query.substr(0, amp);
-    std::size_t eq = pair.find('=');
-    if (percent_decode(pair.substr(0, eq)) == name) {
-      return eq == std::string_view::npos ? std::string{} : percent_decode(pair.substr(eq + 1));
-    }
-    if (amp == std::string_view::npos) {
-      break;
-    }
-    query.remove_prefix(amp + 1);
-  }
-  return {};
+void append_field(std::string& head, std::string_view name, std::string_view value) {
+  head.append(name).append(": ").append(value).append("\r\n");
 }
 
-httplib::Headers client_response_headers(const httplib::Headers& upstream_headers) {
-  std::set<std::string> named = connection_named(upstream_headers);
-  httplib::Headers out;
-  for (const auto& [name, value] : upstream_headers) {
-    if (is_hop_by_hop(name) || named.count(util::to_lower(name)) || util::iequals(name, "content-length") ||
-        has_crlf(value)) {
+std::string host_field(const config::UpstreamUrl& url) {
+  bool default_port = (url.tls() && url.port == 443) || (!url.tls() && url.port == 80);
+  bool v6 = url.host.find(':') != std::string::npos;
+  std::string host = v6 ? "[" + url.host + "]" : url.host;
+  return default_port ? host : fmt::format("{}:{}", host, url.port);
+}
+
+void append_auth(std::string& head, const config::Auth& auth, const std::string& key) {
+  switch (auth.style) {
+  case config::AuthStyle::bearer:
+    head.append("Authorization: Bearer ").append(key).append("\r\n");
+    break;
+  case config::AuthStyle::x_api_key:
+    append_field(head, "x-api-key", key);
+    break;
+  case config::AuthStyle::x_goog_api_key:
+    append_field(head, "x-goog-api-key", key);
+    break;
+  case config::AuthStyle::api_key:
+    append_field(head, "api-key", key);
+    break;
+  case config::AuthStyle::query:
+    break; // placed in the target
+  }
+}
+
+} // namespace
+
+bool is_hop_by_hop(std::string_view name) {
+  return in_list(k_hop_by_hop, name);
+}
+
+bool is_credential(std::string_view name) {
+  return in_list(k_credential_headers, name);
+}
+
+std::string upstream_target(std::string_view client_target, const std::vector<std::string>& query_auth_params,
+                            const config::KeyConfig& key) {
+  std::vector<std::string> drop = query_auth_params;
+  drop.emplace_back("key"); // Google's convention, whatever the pool's auth style
+  std::string target = key.base_url.path_prefix + remove_query_params(client_target, drop);
+  if (key.auth.style == config::AuthStyle::query) {
+    target += target.find('?') == std::string::npos ? '?' : '&';
+    target += key.auth.query_param + "=" + util::percent_encode(key.secret.reveal());
+  }
+  return target;
+}
+
+std::string upstream_head(const http::request_header<>& client, std::string_view target,
+                          const config::KeyConfig& key, std::optional<std::size_t> body_size) {
+  std::string head;
+  head.reserve(1024);
+  head.append(client.method_string()).append(" ").append(target).append(" HTTP/1.1\r\n");
+  append_field(head, "Host", host_field(key.base_url));
+  const bool connection_lists = has_connection_field(client);
+  for (const auto& field : client) {
+    std::string_view name = field.name_string();
+    if (is_hop_by_hop(name) || is_credential(name) || util::iequals(name, "host") ||
+        util::iequals(name, "content-length") || util::iequals(name, "expect") ||
+        (connection_lists && named_by_connection(client, name))) {
       continue;
     }
-    out.emplace(name, value);
+    append_field(head, name, field.value());
   }
-  return out;
+  append_auth(head, key.auth, key.secret.reveal());
+  if (body_size) {
+    append_field(head, "Content-Length", std::to_string(*body_size));
+  }
+  head.append("\r\n");
+  return head;
+}
+
+std::string client_head(const http::response_header<>& upstream, Framing framing,
+                        std::optional<std::uint64_t> content_length, bool close, const Redactor& redact) {
+  std::string head;
+  head.reserve(1024);
+  std::string_view reason = upstream.reason();
+  if (reason.empty()) {
+    reason = http::obsolete_reason(upstream.result());
+  }
+  head.append(fmt::format("HTTP/1.1 {} ", upstream.result_int())).append(reason).append("\r\n");
+  const bool connection_lists = has_connection_field(upstream);
+  for (const auto& field : upstream) {
+    std::string_view name = field.name_string();
+    bool keep_length = framing == Framing::none && util::iequals(name, "content-length");
+    if (is_hop_by_hop(name) || (util::iequals(name, "content-length") && !keep_length) ||
+        (connection_lists && named_by_connection(upstream, name))) {
+      continue;
+    }
+    head.append(name).append(": ");
+    redact.append(head, field.value());
+    head.append("\r\n");
+  }
+  if (framing == Framing::content_length && content_length) {
+    append_field(head, "Content-Length", std::to_string(*content_length));
+  } else if (framing == Framing::chunked) {
+    append_field(head, "Transfer-Encoding", "chunked");
+  }
+  if (close) {
+    append_field(head, "Connection", "close");
+  }
+  head.append("\r\n");
+  return head;
 }
 
 } // namespace keyshim::relay

@@ -1,37 +1,52 @@
 #pragma once
-// Which headers cross the relay, in each direction, and where the pool key goes.
+// Which header fields cross the relay, in each direction, and where the pool
+// key goes. Heads are serialised here, field by field as they arrived (name
+// case, value bytes, duplicates in their relative order), apart from the
+// documented edits: hop-by-hop fields, Host, framing, credentials.
 #include "config/config.hpp"
+#include "relay/beast.hpp"
 
-#include <httplib.h>
-
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace keyshim::relay {
 
-// Request headers for the upstream: the client's headers minus hop-by-hop
-// headers (RFC 9110 §7.6.1 and those named in Connection), Host,
-// Content-Length (re-computed), httplib's pseudo-headers, every credential
-// header a client might carry, and any value containing CR or LF (httplib
-// percent-decodes header values, so "%0D%0A" would become header injection).
-httplib::Headers upstream_request_headers(const httplib::Headers& client_headers);
+class Redactor;
 
-// Place `key` as `auth` says: a header, or the query parameter in `target`.
-void apply_auth(const config::Auth& auth, const std::string& key, httplib::Headers& headers,
-                std::string& target);
-
-// `target` without any occurrence of the query parameter `name`.
-std::string remove_query_param(std::string_view target, std::string_view name);
-
-// The value of query parameter `name` in `target` (percent-decoded), or "".
-std::string query_param(std::string_view target, std::string_view name);
-
-// Response headers for the client: the upstream's minus hop-by-hop headers and
-// Content-Length (httplib frames the body itself: chunked for a stream,
-// Content-Length for a buffered answer).
-httplib::Headers client_response_headers(const httplib::Headers& upstream_headers);
-
-// True for RFC 9110 hop-by-hop header names (case-insensitive).
+// True for RFC 9110 hop-by-hop field names (case-insensitive).
 bool is_hop_by_hop(std::string_view name);
+
+// True for the fields a client uses to send its (placeholder) key.
+bool is_credential(std::string_view name);
+
+// The target for the upstream: the key's base_url path prefix, then the
+// client's target without any credential query parameter (`key`, and every
+// name in `query_auth_params`), then the key itself when its auth is `query:`.
+std::string upstream_target(std::string_view client_target, const std::vector<std::string>& query_auth_params,
+                            const config::KeyConfig& key);
+
+// The whole request head for the upstream: request line, Host, the client's
+// fields minus hop-by-hop ones (and those Connection names), Host, framing,
+// Expect and credentials, the key as its auth style says, and Content-Length
+// when there is a body (the body was read whole, so it is re-framed).
+std::string upstream_head(const http::request_header<>& client, std::string_view target,
+                          const config::KeyConfig& key, std::optional<std::size_t> body_size);
+
+// How the response body is framed towards the client.
+enum class Framing {
+  none,           // no body follows (HEAD, 204, 304): the upstream's Content-Length is kept
+  content_length, // the upstream's length: bytes pass raw
+  chunked,        // re-chunked as pieces arrive (upstream chunked, or ended by close)
+  close,          // raw bytes, ended by closing the connection (HTTP/1.0 clients)
+};
+
+// The response head for the client: the upstream's status line and fields
+// minus hop-by-hop ones and framing, each value redacted, then the framing
+// keyshim writes, and `Connection: close` when the connection ends after it.
+std::string client_head(const http::response_header<>& upstream, Framing framing,
+                        std::optional<std::uint64_t> content_length, bool close, const Redactor& redact);
 
 } // namespace keyshim::relay

@@ -1,20 +1,54 @@
 #include "relay/redact.hpp"
 
+#include "util/ascii.hpp"
+
+#include <openssl/crypto.h>
+
 namespace keyshim::relay {
 
-std::string redact_keys(std::string text, const pool::KeyPool& pool) {
+Redactor::Redactor(const pool::KeyPool& pool) {
   for (std::size_t i = 0; i < pool.size(); ++i) {
     const util::Secret& secret = pool.key(i).secret;
     const std::string& key = secret.reveal();
     if (key.empty()) {
       continue;
     }
-    for (std::size_t at = text.find(key); at != std::string::npos; at = text.find(key, at)) {
-      text.replace(at, key.size(), secret.fingerprint());
-      at += secret.fingerprint().size();
+    m_needles.push_back({key, secret.fingerprint()});
+    std::string encoded = util::percent_encode(key);
+    if (encoded != key) {
+      m_needles.push_back({std::move(encoded), secret.fingerprint()});
     }
   }
-  return text;
+}
+
+Redactor::~Redactor() {
+  for (Needle& needle : m_needles) {
+    OPENSSL_cleanse(needle.text.data(), needle.text.size());
+  }
+}
+
+std::string Redactor::apply(std::string_view text) const {
+  std::string out;
+  append(out, text);
+  return out;
+}
+
+void Redactor::append(std::string& out, std::string_view text) const {
+  const Needle* first = nullptr;
+  std::size_t at = std::string_view::npos;
+  for (const Needle& needle : m_needles) {
+    std::size_t found = text.find(needle.text);
+    if (found < at) {
+      at = found;
+      first = &needle;
+    }
+  }
+  if (!first) {
+    out.append(text);
+    return;
+  }
+  out.append(text.substr(0, at)).append(first->fingerprint);
+  append(out, text.substr(at + first->text.size())); // at most one level per occurrence
 }
 
 } // namespace keyshim::relay

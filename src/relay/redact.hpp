@@ -1,14 +1,34 @@
 #pragma once
 // Upstreams sometimes echo the key they were given ("Incorrect API key
-// provided: sk-abc..."). Every exact occurrence of a pool key is replaced by
-// its fingerprint before the text reaches a log or the client.
+// provided: sk-abc...", a `Location: ...?key=...`). Every occurrence of a pool
+// key, raw or percent-encoded, is replaced by its fingerprint before the text
+// reaches a log or the client. Built once per loaded pool; immutable.
 #include "pool/key_pool.hpp"
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace keyshim::relay {
 
-// `text` with each pool key replaced by its fingerprint.
-std::string redact_keys(std::string text, const pool::KeyPool& pool);
+class Redactor {
+public:
+  explicit Redactor(const pool::KeyPool& pool);
+  ~Redactor(); // wipes its copies of the keys
+  Redactor(const Redactor&) = delete;
+  Redactor& operator=(const Redactor&) = delete;
+
+  // `text` with each key replaced by its fingerprint.
+  std::string apply(std::string_view text) const;
+  // Append `text`, redacted, to `out` (no copy when no key occurs in it).
+  void append(std::string& out, std::string_view text) const;
+
+private:
+  struct Needle {
+    std::string text; // the key, or its percent-encoded form
+    std::string fingerprint;
+  };
+  std::vector<Needle> m_needles;
+};
 
 } // namespace keyshim::relay

@@ -52,19 +52,40 @@ bool origin_allowed(std::string_view origin, const std::vector<std::string>& all
   return std::find(allowed.begin(), allowed.end(), origin) != allowed.end();
 }
 
-bool presents_token(const httplib::Request& req, const util::Secret& token) {
-  std::string authorization = req.get_header_value("Authorization");
-  if (authorization.size() > 7 && util::iequals(std::string_view(authorization).substr(0, 7), "bearer ")) {
-    authorization = authorization.substr(7);
+namespace {
+
+// The value of query parameter `name` in `target` (percent-decoded), or "".
+std::string query_param(std::string_view target, std::string_view name) {
+  std::size_t question = target.find('?');
+  std::string_view query =
+      question == std::string_view::npos ? std::string_view{} : target.substr(question + 1);
+  while (!query.empty()) {
+    std::size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    std::size_t eq = pair.find('=');
+    if (util::percent_decode(pair.substr(0, eq)) == name) {
+      return eq == std::string_view::npos ? std::string{} : util::percent_decode(pair.substr(eq + 1));
+    }
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
   }
-  for (const std::string& candidate :
-       {authorization, req.get_header_value("x-api-key"), req.get_header_value("x-goog-api-key"),
-        req.get_header_value("api-key"), req.get_param_value("key")}) {
-    if (!candidate.empty() && token.equals(candidate)) {
+  return {};
+}
+
+} // namespace
+
+bool presents_token(const relay::http::request_header<>& head, const util::Secret& token) {
+  std::string_view authorization = head["Authorization"];
+  if (authorization.size() > 7 && util::iequals(authorization.substr(0, 7), "bearer ")) {
+    authorization.remove_prefix(7);
+  }
+  for (std::string_view candidate :
+       {authorization, head["x-api-key"], head["x-goog-api-key"], head["api-key"]}) {
+    if (!candidate.empty() && token.equals(std::string(candidate))) {
       return true;
     }
   }
-  return false;
+  std::string from_query = query_param(head.target(), "key");
+  return !from_query.empty() && token.equals(from_query);
 }
 
 } // namespace keyshim::server

@@ -3,9 +3,8 @@
 // make the browser send requests to 127.0.0.1 (CSRF), and a hostile DNS name
 // can resolve to it (DNS rebinding); both are recognisable by their Origin
 // and Host headers. Pure functions.
+#include "relay/beast.hpp"
 #include "util/secret.hpp"
-
-#include <httplib.h>
 
 #include <string>
 #include <string_view>
@@ -24,6 +23,6 @@ bool origin_allowed(std::string_view origin, const std::vector<std::string>& all
 // Whether the client presented `token` as its key, in any of the places
 // clients put one: Authorization (Bearer), x-api-key, x-goog-api-key,
 // api-key, or the `key` query parameter. Constant-time comparison.
-bool presents_token(const httplib::Request& req, const util::Secret& token);
+bool presents_token(const relay::http::request_header<>& head, const util::Secret& token);
 
 } // namespace keyshim::server

@@ -27,6 +27,8 @@ const char* reason_phrase(int status) {
     return "URI Too Long";
   case 431:
     return "Request Header Fields Too Large";
+  case 405:
+    return "Method Not Allowed";
   case 501:
     return "Not Implemented";
   default:
@@ -92,7 +94,7 @@ HeadVerdict check_head(std::string_view head, const HeadLimits& limits) {
       content_length = n;
     } else if (iequals(name, "transfer-encoding")) {
       if (!iequals(value, "chunked") || chunked) {
-        return {501, "only a single \"Transfer-Encoding: chunked\" is supported"};
+        return {400, "only a single \"Transfer-Encoding: chunked\" is accepted"};
       }
       chunked = true;
     }
@@ -107,13 +109,32 @@ HeadVerdict check_head(std::string_view head, const HeadLimits& limits) {
   return {};
 }
 
+HeadVerdict check_parsed_head(const relay::http::request_header<>& head) {
+  namespace http = relay::http;
+  if (head.method() == http::verb::connect || head.method() == http::verb::trace) {
+    return {405, fmt::format("{} is not relayed", head.method_string())};
+  }
+  std::string_view target = head.target();
+  if (target.empty() || target.front() != '/') {
+    return {400, "the request target must be a path (origin-form), not a URL or an authority"};
+  }
+  if (head.version() == 11 && head.count(http::field::host) != 1) {
+    return {400, "an HTTP/1.1 request needs exactly one Host header"};
+  }
+  if (head.version() != 11 && head.count(http::field::transfer_encoding) != 0) {
+    return {400, "Transfer-Encoding is not allowed in HTTP/1.0"};
+  }
+  return {};
+}
+
 std::string error_response(int status, std::string_view message) {
   std::string body =
       fmt::format(R"({{"error":{{"message":"keyshim: {}","type":"keyshim_bad_request","code":"http_{}"}}}})",
                   util::json_escape(message), status);
   return fmt::format("HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n"
-                     "Connection: close\r\n\r\n{}",
-                     status, reason_phrase(status), body.size(), body);
+                     "{}Connection: close\r\n\r\n{}",
+                     status, reason_phrase(status), body.size(),
+                     status == 405 ? "Allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n" : "", body);
 }
 
 } // namespace keyshim::server

@@ -1,7 +1,12 @@
 #pragma once
-// Checks on a request's raw head (request line and headers) before httplib
-// parses it. httplib 0.11.4 puts no limit on the header count or total size
-// and accepts ambiguous framing; keyshim refuses both up front.
+// The request-head gate. A proxy must refuse what two parsers could read two
+// ways (that is how requests are smuggled), so keyshim checks the raw head
+// before Beast parses it (exact size caps, obs-fold, framing) and the parsed
+// head after (target form, method, Host, Transfer-Encoding). A refused
+// request gets one answer and its connection is closed.
+#include "relay/beast.hpp"
+
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -14,6 +19,13 @@ struct HeadLimits {
   std::uint64_t max_body_bytes = 64ull * 1024 * 1024;
 };
 
+// How long a connection may take, and be idle.
+struct ConnectionLimits {
+  std::chrono::milliseconds head_timeout{30'000}; // the whole head, from its first byte (or from accept)
+  std::chrono::milliseconds keep_alive{30'000};   // idle time between requests
+  std::chrono::milliseconds body_timeout{30'000}; // longest pause while a body uploads
+};
+
 struct HeadVerdict {
   int status = 0;      // 0 = acceptable; else the status to answer before closing
   std::string message; // why, for the client
@@ -22,11 +34,15 @@ struct HeadVerdict {
 // Offset just past the blank line ending the head, or npos while incomplete.
 std::size_t find_head_end(std::string_view buffered);
 
-// Judge a complete head (through its blank line): line lengths (414 for the
-// request line, 431 for a header), conflicting Content-Length or
+// Judge a complete raw head (through its blank line): line lengths (414 for
+// the request line, 431 for a header), conflicting Content-Length or
 // Transfer-Encoding (400), obsolete line folding (400), a declared body over
 // the limit (413).
 HeadVerdict check_head(std::string_view head, const HeadLimits& limits);
+
+// Judge a parsed head: origin-form target, no CONNECT or TRACE, exactly one
+// Host (HTTP/1.1), a Transfer-Encoding only in HTTP/1.1 and only "chunked".
+HeadVerdict check_parsed_head(const relay::http::request_header<>& head);
 
 // The error response keyshim writes itself for a refused head.
 std::string error_response(int status, std::string_view message);

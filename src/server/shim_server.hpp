@@ -1,24 +1,28 @@
 #pragma once
 // keyshim's HTTP front: the loopback listener, the request guards, its own
 // endpoints, the relay for everything else, and the pool state that SIGHUP
-// replaces. Thread-safe: requests, reload and shutdown run concurrently.
+// replaces. One event loop on the thread that calls serve(); reload(),
+// begin_shutdown() and abort_in_flight() may be called from any thread.
 #include "config/config.hpp"
+#include "relay/beast.hpp"
+#include "relay/exchange.hpp"
 #include "relay/pool_state.hpp"
-#include "relay/relay.hpp"
-#include "server/loopback_server.hpp"
+#include "server/request_head.hpp"
 
 #include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_set>
 
 namespace keyshim::server {
+
+class Connection;
 
 struct ServeOptions {
   std::string config_path;
   std::optional<config::ListenAddress> listen; // --listen; else the file's, else the default
-  int worker_threads = 512;                    // one per open client connection
   ConnectionLimits limits;
   // When set, serve this text instead of reading config_path (the demo).
   std::optional<std::string> config_text;
@@ -28,6 +32,8 @@ class ShimServer {
 public:
   explicit ShimServer(ServeOptions options);
   ~ShimServer();
+  ShimServer(const ShimServer&) = delete;
+  ShimServer& operator=(const ShimServer&) = delete;
 
   // Read the pool file. A file keyshim cannot use is logged loudly and every
   // forwarded request is answered 503 with the reason, until a reload fixes it.
@@ -37,35 +43,58 @@ public:
   // Bind the listening socket (port 0 picks a free one). False with `error`.
   bool bind(std::string& error);
   int port() const { return m_port; }
-  // Accept and serve until shutdown() has drained. Blocks.
+  // Accept and serve on this thread until shutdown has drained. Blocks.
   void serve();
 
-  // Re-read the pool file (SIGHUP). Keys whose fingerprint is unchanged keep
-  // their health. A bad file is rejected and the current pool stays.
+  // Re-read the pool file (SIGHUP). Runs on the caller's thread, never the
+  // event loop's: key_cmd may take seconds. Keys whose fingerprint is
+  // unchanged keep their health. A bad file is rejected and the pool stays.
   bool reload();
-  // Stop accepting; in-flight responses get until `drain_timeout`.
+  // Stop accepting; idle connections close; in-flight responses continue.
   void begin_shutdown();
   // The drain ran out of time: cut what is left.
-  void abort_in_flight() { m_relay.abort_all(); }
+  void abort_in_flight();
   std::chrono::milliseconds drain_timeout() const;
-  int in_flight() const { return m_relay.in_flight(); }
+  int in_flight() const { return m_in_flight; }
 
   std::shared_ptr<const relay::PoolState> state() const;
+
+  // ---- for connections, on the event loop's thread
+  const ConnectionLimits& limits() const { return m_options.limits; }
+  const HeadLimits& head_limits() const { return m_head_limits; }
+  relay::RelayContext& relay_context() { return m_context; }
+  // keyshim's own answer to this request (a refusal by the guards, /health,
+  // /status, `HEAD /`, 503 while no pool file is usable), or nullopt to relay.
+  std::optional<relay::Answer> answer_own(const relay::http::request_header<>& head,
+                                          const relay::PoolState& state) const;
+  void attach(Connection* connection) { m_connections.insert(connection); }
+  void detach(Connection* connection) { m_connections.erase(connection); }
+  void request_started() { ++m_in_flight; }
+  void request_finished() { --m_in_flight; }
 
 private:
   void publish(std::shared_ptr<const relay::PoolState> state);
   relay::PoolState load_state(const relay::PoolState* previous) const;
-  void install_routes();
-  httplib::Server::HandlerResponse guard_and_serve_own(const httplib::Request& req, httplib::Response& res);
+  void accept();
+  void on_accept(const relay::ErrorCode& ec, relay::Socket socket);
+  void drain_now();
 
   ServeOptions m_options;
-  LoopbackServer m_http;
-  relay::Relay m_relay;
+  HeadLimits m_head_limits;
+  relay::asio::io_context m_ioc{1};
+  relay::Acceptor m_acceptor;
+  relay::Timer m_accept_retry;
+  relay::UpstreamPool m_upstreams;
+  relay::RelayContext m_context;
+  std::unordered_set<Connection*> m_connections;
+  bool m_draining = false;
+
   mutable std::mutex m_state_mutex;
   std::shared_ptr<const relay::PoolState> m_state;
   config::ListenAddress m_listen;
   int m_port = 0;
   std::atomic<int> m_generation{0}; // successful loads, shown in /status
+  std::atomic<int> m_in_flight{0};
 };
 
 // Log the key table: label, fingerprint, upstream.

@@ -39,4 +39,51 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
+namespace {
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') {
+    return c - '0';
+  }
+  c = ascii_lower(c);
+  return (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+}
+
+} // namespace
+
+std::string percent_encode(std::string_view text) {
+  static constexpr char k_hex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    bool unreserved = (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') ||
+                      u == '-' || u == '.' || u == '_' || u == '~';
+    if (unreserved) {
+      out += c;
+    } else {
+      out += '%';
+      out += k_hex[u >> 4];
+      out += k_hex[u & 0xf];
+    }
+  }
+  return out;
+}
+
+std::string percent_decode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0 && hex_value(text[i + 2]) >= 0) {
+      out += static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2]));
+      i += 2;
+    } else if (text[i] == '+') {
+      out += ' ';
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 } // namespace keyshim::util

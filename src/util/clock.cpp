@@ -7,4 +7,9 @@ Clock& system_clock() {
   return clock;
 }
 
+MonoClock& steady_clock() {
+  static SteadyClock clock;
+  return clock;
+}
+
 } // namespace keyshim::util

@@ -24,4 +24,20 @@ public:
 // The process-wide real clock.
 Clock& system_clock();
 
+// Monotonic time for deadlines. The relay takes one so its timing can be
+// tested by advancing a fake clock.
+class MonoClock {
+public:
+  virtual ~MonoClock() = default;
+  virtual std::chrono::steady_clock::time_point now() const = 0;
+};
+
+class SteadyClock final : public MonoClock {
+public:
+  std::chrono::steady_clock::time_point now() const override { return std::chrono::steady_clock::now(); }
+};
+
+// The process-wide real monotonic clock.
+MonoClock& steady_clock();
+
 } // namespace keyshim::util

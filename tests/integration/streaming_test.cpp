@@ -197,7 +197,7 @@ TEST(Streaming, SixtyFourConcurrentStreamsAllComplete) {
     s.piece_delay = std::chrono::milliseconds(200);
     upstream.push(s);
   }
-  Shim shim(pool_toml(3, "strategy = \"round-robin\"\n"), upstream.base_url(), 128);
+  Shim shim(pool_toml(3, "strategy = \"round-robin\"\n"), upstream.base_url());
   std::atomic<int> complete{0};
   std::vector<std::thread> clients;
   for (int i = 0; i < k_streams; ++i) {

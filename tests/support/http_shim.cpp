@@ -17,13 +17,12 @@ std::string substitute(std::string text, const std::string& upstream) {
 
 } // namespace
 
-Shim::Shim(const std::string& pool, const std::string& upstream_url, int worker_threads)
+Shim::Shim(const std::string& pool, const std::string& upstream_url)
     : m_upstream_url(upstream_url) {
   m_path = m_dir.write("keys.toml", substitute(pool, upstream_url), 0600);
   server::ServeOptions options;
   options.config_path = m_path;
   options.listen = config::ListenAddress{"127.0.0.1", 0};
-  options.worker_threads = worker_threads;
   m_server = std::make_unique<server::ShimServer>(options);
   m_server->load();
   std::string error;

@@ -13,7 +13,7 @@ namespace keyshim::test {
 class Shim {
 public:
   // `pool_toml` is a whole pool file; "@UPSTREAM@" is replaced by `upstream_url`.
-  Shim(const std::string& pool_toml, const std::string& upstream_url, int worker_threads = 96);
+  Shim(const std::string& pool_toml, const std::string& upstream_url);
   ~Shim();
   Shim(const Shim&) = delete;
   Shim& operator=(const Shim&) = delete;

@@ -1,0 +1,40 @@
+#pragma once
+// The Boost.Beast/Asio types of the proxy path, in one place. Everything runs
+// on one io_context thread, so sockets and timers use the io_context's own
+// executor type: the type-erased default costs ~6 % CPU per request.
+#include <utility> // Boost 1.74's asio/awaitable.hpp uses std::exchange without including it
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+namespace keyshim::relay {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using ErrorCode = boost::system::error_code;
+
+using Executor = asio::io_context::executor_type;
+using Socket = asio::basic_stream_socket<tcp, Executor>;
+using Acceptor = asio::basic_socket_acceptor<tcp, Executor>;
+using Resolver = asio::ip::basic_resolver<tcp, Executor>;
+using Timer = asio::basic_waitable_timer<std::chrono::steady_clock,
+                                         asio::wait_traits<std::chrono::steady_clock>, Executor>;
+using TlsStream = ssl::stream<Socket>;
+
+// The client's request as read: head and the whole body in one buffer.
+using ClientRequest = http::request<http::string_body>;
+// The upstream's response, read head first, then the body piece by piece.
+using ResponseParser = http::response_parser<http::buffer_body>;
+
+} // namespace keyshim::relay

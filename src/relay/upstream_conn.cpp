@@ -1,0 +1,213 @@
+#include "relay/upstream_conn.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <fmt/format.h>
+
+#include <sys/socket.h>
+
+namespace keyshim::relay {
+namespace {
+
+// Providers close idle connections after a while; an old one would likely
+// fail on first use and cost a retry.
+constexpr auto k_max_idle_age = std::chrono::seconds(20);
+constexpr std::size_t k_max_idle_per_origin = 64;
+
+// The name check happens inside OpenSSL during the handshake: subjectAltNames
+// only (a matching Common Name does not count when SANs exist, RFC 6125), no
+// partial wildcards, IP literals against IP SANs. No SNI for IP literals.
+bool verify_host(SSL* ssl, const std::string& host, bool is_ip) {
+  X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+  if (is_ip) {
+    return X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str()) == 1;
+  }
+  X509_VERIFY_PARAM_set_hostflags(param,
+                                  X509_CHECK_FLAG_NEVER_CHECK_SUBJECT | X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+  return X509_VERIFY_PARAM_set1_host(param, host.c_str(), 0) == 1 &&
+         SSL_set_tlsext_host_name(ssl, host.c_str()) == 1;
+}
+
+} // namespace
+
+UpstreamConn::UpstreamConn(Executor ex, std::string origin, ssl::context* tls)
+    : m_origin(std::move(origin)), m_plain(ex) {
+  if (tls) {
+    m_tls = std::make_unique<TlsStream>(ex, *tls);
+  }
+  m_buffer.reserve(16 * 1024);
+}
+
+void UpstreamConn::connect(const config::UpstreamUrl& url, ConnectDone done) {
+  m_done = std::move(done);
+  m_host = url.host;
+  ErrorCode ec;
+  asio::ip::address address = asio::ip::make_address(url.host, ec);
+  if (!ec) { // an IP literal: nothing to resolve
+    tcp::endpoint endpoint(address, static_cast<unsigned short>(url.port));
+    socket().async_connect(endpoint,
+                           [self = shared_from_this()](const ErrorCode& e) { self->on_connected(e); });
+    return;
+  }
+  m_resolver.emplace(socket().get_executor());
+  m_resolver->async_resolve(
+      url.host, std::to_string(url.port),
+      [self = shared_from_this()](const ErrorCode& e, const tcp::resolver::results_type& results) {
+        self->on_resolved(e, results);
+      });
+}
+
+void UpstreamConn::finish_connect(ConnectFailure failure, std::string detail) {
+  ConnectDone done = std::move(m_done);
+  m_done = nullptr;
+  if (done) {
+    done(failure, std::move(detail));
+  }
+}
+
+void UpstreamConn::on_resolved(const ErrorCode& ec, const tcp::resolver::results_type& results) {
+  if (ec) {
+    finish_connect(ConnectFailure::connect, fmt::format("cannot resolve {}: {}", m_host, ec.message()));
+    return;
+  }
+  asio::async_connect(
+      socket(), results,
+      [self = shared_from_this()](const ErrorCode& e, const tcp::endpoint&) { self->on_connected(e); });
+}
+
+void UpstreamConn::on_connected(const ErrorCode& ec) {
+  if (ec) {
+    finish_connect(ConnectFailure::connect, ec.message());
+    return;
+  }
+  ErrorCode ignored;
+  socket().set_option(tcp::no_delay(true), ignored);
+  if (!m_tls) {
+    finish_connect(ConnectFailure::none, {});
+    return;
+  }
+  ErrorCode ip_ec;
+  asio::ip::make_address(m_host, ip_ec);
+  if (!verify_host(m_tls->native_handle(), m_host, !ip_ec)) {
+    finish_connect(ConnectFailure::tls, "cannot set up the host name check");
+    return;
+  }
+  m_tls->async_handshake(ssl::stream_base::client,
+                         [self = shared_from_this()](const ErrorCode& e) { self->on_handshake(e); });
+}
+
+void UpstreamConn::on_handshake(const ErrorCode& ec) {
+  if (!ec) {
+    finish_connect(ConnectFailure::none, {});
+    return;
+  }
+  long verify = SSL_get_verify_result(m_tls->native_handle());
+  std::string detail = verify != X509_V_OK ? X509_verify_cert_error_string(verify) : ec.message();
+  ERR_clear_error();
+  finish_connect(ConnectFailure::tls, detail);
+}
+
+void UpstreamConn::close() {
+  ErrorCode ignored;
+  socket().shutdown(tcp::socket::shutdown_both, ignored);
+  socket().close(ignored);
+  if (m_resolver) {
+    m_resolver->cancel();
+  }
+}
+
+bool UpstreamConn::looks_alive() {
+  if (!socket().is_open() || m_buffer.size() != 0) {
+    return false;
+  }
+  char byte = 0;
+  ssize_t n = ::recv(socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+UpstreamPool::UpstreamPool(Executor ex) : m_ex(ex) {
+}
+
+std::string UpstreamPool::origin_of(const config::KeyConfig& key) {
+  return fmt::format("{}|{}", key.base_url.text(), key.ca_file.value_or(""));
+}
+
+std::shared_ptr<UpstreamConn> UpstreamPool::take_idle(const std::string& origin) {
+  auto it = m_idle.find(origin);
+  if (it == m_idle.end()) {
+    return nullptr;
+  }
+  auto now = std::chrono::steady_clock::now();
+  while (!it->second.empty()) {
+    std::shared_ptr<UpstreamConn> conn = std::move(it->second.back());
+    it->second.pop_back();
+    if (now - conn->idle_since < k_max_idle_age && conn->looks_alive()) {
+      return conn;
+    }
+    conn->close();
+  }
+  return nullptr;
+}
+
+void UpstreamPool::put_idle(std::shared_ptr<UpstreamConn> conn) {
+  auto& idle = m_idle[conn->origin()];
+  if (idle.size() >= k_max_idle_per_origin) {
+    idle.front()->close();
+    idle.erase(idle.begin());
+  }
+  conn->idle_since = std::chrono::steady_clock::now();
+  idle.push_back(std::move(conn));
+}
+
+std::shared_ptr<UpstreamConn> UpstreamPool::make(const config::KeyConfig& key, std::string& error) {
+  ssl::context* tls = nullptr;
+  if (key.base_url.tls() && !(tls = tls_context(key.ca_file, error))) {
+    return nullptr;
+  }
+  return std::make_shared<UpstreamConn>(m_ex, origin_of(key), tls);
+}
+
+void UpstreamPool::clear() {
+  for (auto& [origin, conns] : m_idle) {
+    for (auto& conn : conns) {
+      conn->close();
+    }
+  }
+  m_idle.clear();
+}
+
+std::size_t UpstreamPool::idle_count() const {
+  std::size_t n = 0;
+  for (const auto& [origin, conns] : m_idle) {
+    n += conns.size();
+  }
+  return n;
+}
+
+ssl::context* UpstreamPool::tls_context(const std::optional<std::string>& ca_file, std::string& error) {
+  std::string name = ca_file.value_or("");
+  if (auto it = m_tls.find(name); it != m_tls.end()) {
+    return it->second.get();
+  }
+  // The system store, with ca_file added to it (not replacing it).
+  auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
+  SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
+  ErrorCode ec;
+  ctx->set_default_verify_paths(ec);
+  if (ca_file && !ec) {
+    ctx->load_verify_file(*ca_file, ec);
+  }
+  if (ec) {
+    error = ca_file ? fmt::format("cannot load ca_file \"{}\": {}", *ca_file, ec.message())
+                    : fmt::format("cannot load the system CA store: {}", ec.message());
+    ERR_clear_error();
+    return nullptr;
+  }
+  ctx->set_verify_mode(ssl::verify_peer);
+  return m_tls.emplace(name, std::move(ctx)).first->second.get();
+}
+
+} // namespace keyshim::relay

@@ -1,0 +1,94 @@
+#pragma once
+// Upstream connections: one plain or TLS connection, and the idle ones kept
+// per origin so the next request skips the TCP and TLS handshakes. Used only
+// from the event loop's thread.
+#include "config/config.hpp"
+#include "relay/beast.hpp"
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace keyshim::relay {
+
+enum class ConnectFailure { none, connect, tls };
+
+// Shared: every pending operation holds the connection alive, so an
+// attempt that is abandoned mid-operation (timeout, hang-up) is safe to drop.
+class UpstreamConn : public std::enable_shared_from_this<UpstreamConn> {
+public:
+  UpstreamConn(Executor ex, std::string origin, ssl::context* tls);
+
+  const std::string& origin() const { return m_origin; }
+  Socket& socket() { return m_tls ? m_tls->next_layer() : m_plain; }
+  beast::flat_buffer& buffer() { return m_buffer; }
+
+  // Run `op` on the stream, plain or TLS: `op(stream)`.
+  template <class Op> void with_stream(Op&& op) {
+    if (m_tls) {
+      op(*m_tls);
+    } else {
+      op(m_plain);
+    }
+  }
+
+  // Resolve, connect and (for https) handshake with SNI and host name
+  // verification. `done(failure, detail)` runs once; detail is key-free.
+  using ConnectDone = std::function<void(ConnectFailure, std::string)>;
+  void connect(const config::UpstreamUrl& url, ConnectDone done);
+
+  // Close now: pending operations finish with operation_aborted.
+  void close();
+  // For an idle connection: no EOF, error or stray bytes are waiting on it.
+  bool looks_alive();
+
+  std::chrono::steady_clock::time_point idle_since{};
+
+private:
+  void on_resolved(const ErrorCode& ec, const tcp::resolver::results_type& results);
+  void on_connected(const ErrorCode& ec);
+  void on_handshake(const ErrorCode& ec);
+  void finish_connect(ConnectFailure failure, std::string detail);
+
+  std::string m_origin;
+  Socket m_plain;
+  std::unique_ptr<TlsStream> m_tls;
+  beast::flat_buffer m_buffer;
+  std::optional<Resolver> m_resolver;
+  std::string m_host;
+  ConnectDone m_done;
+};
+
+class UpstreamPool {
+public:
+  explicit UpstreamPool(Executor ex);
+
+  // "https://host:port|ca_file": connections are shared only within one.
+  static std::string origin_of(const config::KeyConfig& key);
+
+  // The most recently idle connection to `origin` that still looks alive,
+  // else null. Connections idle for too long are closed on the way.
+  std::shared_ptr<UpstreamConn> take_idle(const std::string& origin);
+  // A connection whose last exchange completed cleanly, for the next request.
+  void put_idle(std::shared_ptr<UpstreamConn> conn);
+  // A new, unconnected connection; null with `error` when the TLS context
+  // cannot be made (an unreadable ca_file).
+  std::shared_ptr<UpstreamConn> make(const config::KeyConfig& key, std::string& error);
+  // Close every idle connection (shutdown).
+  void clear();
+  std::size_t idle_count() const;
+
+private:
+  ssl::context* tls_context(const std::optional<std::string>& ca_file, std::string& error);
+
+  Executor m_ex;
+  std::unordered_map<std::string, std::vector<std::shared_ptr<UpstreamConn>>> m_idle;
+  std::map<std::string, std::unique_ptr<ssl::context>> m_tls;
+};
+
+} // namespace keyshim::relay

@@ -1,0 +1,68 @@
+#pragma once
+// One client connection: read a request head through the gate, answer what
+// keyshim answers itself, read the body, hand the request to a relay
+// Exchange, and then read the next request or close. A connection waiting
+// for its head costs a socket, a buffer and a timer: never a thread, and
+// never another connection's time.
+#include "relay/beast.hpp"
+#include "relay/exchange.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace keyshim::server {
+
+class ShimServer;
+
+class Connection : public relay::Downstream, public std::enable_shared_from_this<Connection> {
+public:
+  Connection(relay::Socket socket, ShimServer& server);
+  ~Connection() override;
+
+  void start();
+  // Shutdown began: close now if idle, else after the current response.
+  void drain();
+  // The drain ran out of time: end the current response and close.
+  void abort();
+
+  relay::Socket& socket() override { return m_socket; }
+  void exchange_finished(bool keep_alive) override;
+
+private:
+  enum class Phase { reading_head, reading_body, continuing, exchanging, answering, closing, closed };
+
+  void read_head();
+  void read_more();
+  void on_read(const relay::ErrorCode& ec, std::size_t n);
+  void parse_head();
+  void on_head();
+  void send_continue();
+  void read_body();
+  void on_body(const relay::ErrorCode& ec);
+  void dispatch();
+  void answer_locally(std::string bytes, bool keep_alive);
+  void refuse(int status, std::string_view message);
+  void arm_timer(std::chrono::milliseconds limit);
+  void on_timer(const relay::ErrorCode& ec);
+  void linger_close();
+  void discard();
+  void on_discarded(const relay::ErrorCode& ec, std::size_t n);
+  void close();
+
+  relay::Socket m_socket;
+  ShimServer& m_server;
+  Phase m_phase = Phase::reading_head;
+  relay::beast::flat_buffer m_buffer;
+  std::optional<relay::http::request_parser<relay::http::string_body>> m_parser;
+  std::shared_ptr<const relay::PoolState> m_state; // the pool this request is served from
+  std::shared_ptr<relay::Exchange> m_exchange;
+  std::string m_out; // bytes being written (a local answer, 100 Continue)
+  relay::Timer m_timer;
+  std::chrono::steady_clock::time_point m_deadline{};
+  int m_requests = 0;
+  std::size_t m_lingered = 0; // bytes discarded while closing
+  bool m_draining = false;
+};
+
+} // namespace keyshim::server

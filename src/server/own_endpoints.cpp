@@ -1,0 +1,91 @@
+// What keyshim answers itself, before anything is relayed: the guards that
+// protect the port holding the keys, /health, /status, `HEAD /`, and the 503
+// that explains an unusable pool file.
+#include "relay/json_error.hpp"
+#include "relay/request_log.hpp"
+#include "server/request_guard.hpp"
+#include "server/shim_server.hpp"
+#include "server/status_json.hpp"
+#include "util/log.hpp"
+
+#include <unistd.h>
+
+namespace keyshim::server {
+namespace {
+
+namespace http = relay::http;
+
+relay::Answer json(int status, std::string body) {
+  relay::Answer answer;
+  answer.status = status;
+  answer.headers.emplace_back("Content-Type", "application/json");
+  answer.body = std::move(body);
+  return answer;
+}
+
+relay::Answer refusal(int status, std::string_view message, std::string_view code) {
+  return relay::json_error_answer(status, message, "keyshim_refused", code);
+}
+
+std::string_view path_of(std::string_view target) {
+  return target.substr(0, target.find('?'));
+}
+
+} // namespace
+
+std::optional<relay::Answer> ShimServer::answer_own(const http::request_header<>& head,
+                                                    const relay::PoolState& state) const {
+  std::string_view method = head.method_string();
+  std::string_view path = path_of(head.target());
+  std::string_view host = head[http::field::host];
+  if (!is_loopback_host_header(host)) {
+    util::log_warn("refused {} {}: Host \"{}\" is not a loopback name", method, path, host);
+    return refusal(403, "keyshim: the Host header must name a loopback address or localhost",
+                   "forbidden_host");
+  }
+  static const std::vector<std::string> k_no_origins;
+  const auto& allowed = state.config ? state.config->server.allowed_origins : k_no_origins;
+  if (auto origin = head.find(http::field::origin);
+      origin != head.end() && !origin_allowed(origin->value(), allowed)) {
+    util::log_warn("refused {} {}: Origin \"{}\" is not in allowed_origins", method, path, origin->value());
+    return refusal(403, "keyshim: this Origin is not in allowed_origins", "forbidden_origin");
+  }
+  bool get_or_head = head.method() == http::verb::get || head.method() == http::verb::head;
+  if (path == "/health" && get_or_head) {
+    pool::Counts counts = state.pool ? state.pool->counts() : pool::Counts{};
+    return json(counts.available > 0 ? 200 : 503, health_json(counts));
+  }
+  // Connectivity probes (`HEAD /`) are answered here: they need no key and
+  // must work while every key is cooling.
+  if (head.target() == "/" && head.method() == http::verb::head) {
+    relay::Answer ok;
+    ok.status = 200;
+    return ok;
+  }
+  const auto& token = state.config ? state.config->server.client_token : std::nullopt;
+  if (token && !presents_token(head, *token)) {
+    util::log_warn("refused {} {}: missing or wrong client_token", method, path);
+    return refusal(401, "keyshim: this keyshim requires its client_token as the API key",
+                   "invalid_client_token");
+  }
+  if (path == "/status" && head.method() == http::verb::get) {
+    std::vector<pool::KeySnapshot> keys =
+        state.pool ? state.pool->snapshot() : std::vector<pool::KeySnapshot>{};
+    pool::Counts counts = state.pool ? state.pool->counts() : pool::Counts{};
+    InstanceInfo info{static_cast<long>(::getpid()), m_generation.load(), m_options.config_path,
+                      state.problem, m_listen.text()};
+    return json(200, status_json(keys, counts, util::system_clock().now(), info));
+  }
+  if (!state.pool) {
+    relay::RequestRecord record;
+    record.method = std::string(method);
+    record.path = std::string(path);
+    record.status = 503;
+    record.error = "no usable pool file";
+    relay::log_request(record);
+    return relay::json_error_answer(503, state.problem, "keyshim_not_configured", "pool_file_unusable");
+  }
+  return std::nullopt;
+}
+
+} // namespace keyshim::server

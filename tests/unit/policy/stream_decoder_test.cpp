@@ -1,0 +1,320 @@
+// Decoding the start of a compressed event stream: every supported encoding,
+// any split of the input, streams flushed mid-way, the output cap, corruption.
+#include "policy/stream_decoder.hpp"
+
+#define ZLIB_CONST
+#include <brotli/encode.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+namespace keyshim::policy {
+namespace {
+
+enum class Codec { gzip, zlib_deflate, raw_deflate, brotli, zstd };
+
+struct Encoding {
+  Codec codec;
+  std::string_view header; // the Content-Encoding value
+  std::string_view name;   // for failure messages
+};
+
+constexpr std::array<Encoding, 5> k_encodings{{
+    {Codec::gzip, "gzip", "gzip"},
+    {Codec::zlib_deflate, "deflate", "zlib-wrapped deflate"},
+    {Codec::raw_deflate, "deflate", "raw deflate"},
+    {Codec::brotli, "br", "brotli"},
+    {Codec::zstd, "zstd", "zstd"},
+}};
+
+constexpr std::size_t k_no_cap = std::size_t{1} << 30;
+
+const std::string k_first_event = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":"
+                                  "{\"id\":\"msg_01\",\"role\":\"assistant\",\"content\":[]}}\n\n";
+
+// Enough events to decode to several times the decoders' 16 KiB scratch.
+std::string later_events() {
+  std::string text;
+  for (int i = 0; i < 600; ++i) {
+    text += "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
+            "{\"type\":\"text_delta\",\"text\":\"token " +
+            std::to_string(i * 7919 % 1000) + "\"}}\n\n";
+  }
+  return text + "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+}
+
+const std::string k_later_events = later_events();
+const std::string k_stream = k_first_event + k_later_events;
+
+// Each piece compressed and flushed so that it decodes before the next exists,
+// the last one finishing the stream. Returns the compressed bytes per piece.
+std::vector<std::string> zlib_pieces(int window_bits, const std::vector<std::string>& pieces) {
+  z_stream stream{};
+  if (deflateInit2(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    throw std::runtime_error("deflateInit2 failed");
+  }
+  std::vector<std::string> encoded;
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    int flush = i + 1 == pieces.size() ? Z_FINISH : Z_SYNC_FLUSH;
+    stream.next_in = reinterpret_cast<const Bytef*>(pieces[i].data());
+    stream.avail_in = static_cast<uInt>(pieces[i].size());
+    std::string chunk;
+    std::array<Bytef, 4096> buffer{};
+    do {
+      stream.next_out = buffer.data();
+      stream.avail_out = static_cast<uInt>(buffer.size());
+      deflate(&stream, flush);
+      chunk.append(reinterpret_cast<const char*>(buffer.data()), buffer.size() - stream.avail_out);
+    } while (stream.avail_out == 0);
+    encoded.push_back(chunk);
+  }
+  deflateEnd(&stream);
+  return encoded;
+}
+
+std::vector<std::string> brotli_pieces(const std::vector<std::string>& pieces) {
+  BrotliEncoderState* state = BrotliEncoderCreateInstance(nullptr, nullptr, nullptr);
+  BrotliEncoderSetParameter(state, BROTLI_PARAM_QUALITY, 5); // the default 11 is slow under sanitizers
+  std::vector<std::string> encoded;
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    auto op = i + 1 == pieces.size() ? BROTLI_OPERATION_FINISH : BROTLI_OPERATION_FLUSH;
+    const auto* next_in = reinterpret_cast<const std::uint8_t*>(pieces[i].data());
+    std::size_t avail_in = pieces[i].size();
+    std::string chunk;
+    while (true) {
+      std::array<std::uint8_t, 4096> buffer{};
+      std::uint8_t* next_out = buffer.data();
+      std::size_t avail_out = buffer.size();
+      BrotliEncoderCompressStream(state, op, &avail_in, &next_in, &avail_out, &next_out, nullptr);
+      chunk.append(reinterpret_cast<const char*>(buffer.data()), buffer.size() - avail_out);
+      if (avail_in == 0 && !BrotliEncoderHasMoreOutput(state)) {
+        break;
+      }
+    }
+    encoded.push_back(chunk);
+  }
+  BrotliEncoderDestroyInstance(state);
+  return encoded;
+}
+
+std::vector<std::string> zstd_pieces(const std::vector<std::string>& pieces, int window_log = 0) {
+  ZSTD_CCtx* context = ZSTD_createCCtx();
+  if (window_log != 0) {
+    ZSTD_CCtx_setParameter(context, ZSTD_c_windowLog, window_log);
+  }
+  std::vector<std::string> encoded;
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    auto mode = i + 1 == pieces.size() ? ZSTD_e_end : ZSTD_e_flush;
+    ZSTD_inBuffer input{pieces[i].data(), pieces[i].size(), 0};
+    std::string chunk;
+    std::size_t remaining = 1;
+    while (remaining != 0) {
+      std::array<char, 4096> buffer{};
+      ZSTD_outBuffer output{buffer.data(), buffer.size(), 0};
+      remaining = ZSTD_compressStream2(context, &output, &input, mode);
+      if (ZSTD_isError(remaining)) {
+        throw std::runtime_error(ZSTD_getErrorName(remaining));
+      }
+      chunk.append(buffer.data(), output.pos);
+    }
+    encoded.push_back(chunk);
+  }
+  ZSTD_freeCCtx(context);
+  return encoded;
+}
+
+std::vector<std::string> compress_pieces(Codec codec, const std::vector<std::string>& pieces) {
+  switch (codec) {
+  case Codec::gzip:
+    return zlib_pieces(MAX_WBITS + 16, pieces);
+  case Codec::zlib_deflate:
+    return zlib_pieces(MAX_WBITS, pieces);
+  case Codec::raw_deflate:
+    return zlib_pieces(-MAX_WBITS, pieces);
+  case Codec::brotli:
+    return brotli_pieces(pieces);
+  case Codec::zstd:
+    return zstd_pieces(pieces);
+  }
+  throw std::logic_error("unknown codec");
+}
+
+std::string compress(Codec codec, const std::string& text) {
+  return compress_pieces(codec, {text}).front();
+}
+
+// Feeds `encoded` in pieces of `piece_size` bytes; every piece must be accepted.
+std::string decode_in_pieces(const Encoding& encoding, std::string_view encoded, std::size_t piece_size,
+                             std::size_t max_out = k_no_cap) {
+  auto decoder = make_decoder(encoding.header);
+  EXPECT_NE(decoder, nullptr);
+  std::string out;
+  for (std::size_t pos = 0; decoder && pos < encoded.size(); pos += piece_size) {
+    EXPECT_TRUE(decoder->feed(encoded.substr(pos, piece_size), out, max_out)) << "at byte " << pos;
+  }
+  return out;
+}
+
+TEST(StreamDecoder, EveryEncodingDecodesAnEventStreamExactly) {
+  for (const Encoding& encoding : k_encodings) {
+    SCOPED_TRACE(encoding.name);
+    std::string encoded = compress(encoding.codec, k_stream);
+    ASSERT_LT(encoded.size(), k_stream.size());
+    EXPECT_EQ(decode_in_pieces(encoding, encoded, encoded.size()), k_stream);
+  }
+}
+
+TEST(StreamDecoder, EveryEncodingDecodesWhenFedOneByteAtATime) {
+  for (const Encoding& encoding : k_encodings) {
+    SCOPED_TRACE(encoding.name);
+    EXPECT_EQ(decode_in_pieces(encoding, compress(encoding.codec, k_stream), 1), k_stream);
+  }
+}
+
+TEST(StreamDecoder, EveryEncodingDecodesInteriorSplitsOfOddSizes) {
+  for (const Encoding& encoding : k_encodings) {
+    SCOPED_TRACE(encoding.name);
+    std::string encoded = compress(encoding.codec, k_stream);
+    for (std::size_t piece_size : {2, 3, 7, 100, 1000}) {
+      EXPECT_EQ(decode_in_pieces(encoding, encoded, piece_size), k_stream) << "pieces of " << piece_size;
+    }
+  }
+}
+
+TEST(StreamDecoder, GzipFlushedAfterTheFirstEventYieldsThatEventAtOnce) {
+  // A streaming server compresses the first event, flushes it onto the wire,
+  // and only later produces the rest.
+  std::vector<std::string> wire = compress_pieces(Codec::gzip, {k_first_event, k_later_events});
+  auto decoder = make_decoder("gzip");
+  std::string out;
+  ASSERT_TRUE(decoder->feed(wire[0], out, k_no_cap));
+  EXPECT_EQ(out, k_first_event);
+  ASSERT_TRUE(decoder->feed(wire[1], out, k_no_cap));
+  EXPECT_EQ(out, k_stream);
+}
+
+TEST(StreamDecoder, EveryEncodingFlushedAfterTheFirstEventYieldsThatEventByteByByte) {
+  for (const Encoding& encoding : k_encodings) {
+    SCOPED_TRACE(encoding.name);
+    std::vector<std::string> wire = compress_pieces(encoding.codec, {k_first_event, k_later_events});
+    EXPECT_EQ(decode_in_pieces(encoding, wire[0], 1), k_first_event);
+    EXPECT_EQ(decode_in_pieces(encoding, wire[0] + wire[1], 1), k_stream);
+  }
+}
+
+TEST(StreamDecoder, OutputNeverExceedsMaxOut) {
+  for (const Encoding& encoding : k_encodings) {
+    SCOPED_TRACE(encoding.name);
+    std::string encoded = compress(encoding.codec, k_stream);
+    EXPECT_EQ(decode_in_pieces(encoding, encoded, encoded.size(), 100), k_stream.substr(0, 100));
+    EXPECT_EQ(decode_in_pieces(encoding, encoded, 5, 20000), k_stream.substr(0, 20000));
+  }
+}
+
+TEST(StreamDecoder, DecodingGoesOnAfterTheCallerDrainsTheOutput) {
+  // The cap bounds `out`, not the stream: a caller that consumes what it read
+  // keeps receiving the rest.
+  for (const Encoding& encoding : k_encodings) {
+    SCOPED_TRACE(encoding.name);
+    std::string encoded = compress(encoding.codec, k_stream);
+    auto decoder = make_decoder(encoding.header);
+    std::string out;
+    std::string seen;
+    for (std::size_t pos = 0; pos < encoded.size(); pos += 64) {
+      ASSERT_TRUE(decoder->feed(std::string_view(encoded).substr(pos, 64), out, 1 << 20));
+      seen += out;
+      out.clear();
+    }
+    EXPECT_EQ(seen, k_stream);
+  }
+}
+
+TEST(StreamDecoder, CorruptInputFailsAndStaysFailed) {
+  const std::vector<std::pair<std::string_view, std::string>> corrupt = {
+      {"gzip", "GIF89a not gzip at all"},
+      {"deflate", std::string("\x07\x00\x00\x00", 4)}, // raw block type 3 is reserved
+      {"deflate", std::string("\x78\x9c\xff\xff\xff\xff", 6)},
+      {"br", std::string(64, '\xff')},
+      {"zstd", "not a zstd frame"},
+  };
+  for (const auto& [header, bytes] : corrupt) {
+    SCOPED_TRACE(header);
+    auto decoder = make_decoder(header);
+    std::string out;
+    EXPECT_FALSE(decoder->feed(bytes, out, k_no_cap));
+    EXPECT_FALSE(decoder->feed(compress(Codec::gzip, k_first_event), out, k_no_cap));
+  }
+}
+
+TEST(StreamDecoder, GzipWithAWrongChecksumFails) {
+  std::string encoded = compress(Codec::gzip, k_stream);
+  encoded[encoded.size() - 8] = static_cast<char>(encoded[encoded.size() - 8] ^ 0x01); // CRC-32
+  auto decoder = make_decoder("gzip");
+  std::string out;
+  EXPECT_FALSE(decoder->feed(encoded, out, k_no_cap));
+}
+
+TEST(StreamDecoder, BytesAfterTheEndOfTheStreamAreIgnored) {
+  for (const Encoding& encoding : k_encodings) {
+    SCOPED_TRACE(encoding.name);
+    std::string encoded = compress(encoding.codec, k_stream) + "trailing junk\r\n";
+    EXPECT_EQ(decode_in_pieces(encoding, encoded, encoded.size()), k_stream);
+    EXPECT_EQ(decode_in_pieces(encoding, encoded, 1), k_stream);
+  }
+}
+
+TEST(StreamDecoder, ZstdDecodesConcatenatedFrames) {
+  std::string encoded = compress(Codec::zstd, k_first_event) + compress(Codec::zstd, k_later_events);
+  const Encoding& zstd = k_encodings[4];
+  EXPECT_EQ(decode_in_pieces(zstd, encoded, encoded.size()), k_stream);
+  EXPECT_EQ(decode_in_pieces(zstd, encoded, 1), k_stream);
+}
+
+TEST(StreamDecoder, ZstdWindowLargerThanTheHttpLimitIsRefused) {
+  // RFC 9659 caps zstd windows at 8 MiB for HTTP; a 16 MiB one is refused
+  // instead of allocated. Two pieces leave the content size unknown, so the
+  // frame keeps the window it was given.
+  std::vector<std::string> wire = zstd_pieces({k_first_event, k_later_events}, 24);
+  auto decoder = make_decoder("zstd");
+  std::string out;
+  EXPECT_FALSE(decoder->feed(wire[0] + wire[1], out, k_no_cap));
+  EXPECT_EQ(out, "");
+}
+
+TEST(StreamDecoder, IdentityPassesBytesThroughUpToMaxOut) {
+  for (std::string_view header : {"", "identity"}) {
+    auto decoder = make_decoder(header);
+    ASSERT_NE(decoder, nullptr);
+    std::string out;
+    EXPECT_TRUE(decoder->feed("data: {\"id\":1}\n\n", out, 10));
+    EXPECT_TRUE(decoder->feed("data: more\n\n", out, 10));
+    EXPECT_EQ(out, "data: {\"id");
+  }
+}
+
+TEST(StreamDecoder, UnknownAndStackedEncodingsHaveNoDecoder) {
+  for (std::string_view header : {"compress", "x-compress", "lzma", "gzipx", "gzip, br", "br,gzip",
+                                  "deflate, identity", "identity, gzip", "gzip;q=1", "*"}) {
+    EXPECT_EQ(make_decoder(header), nullptr) << header;
+  }
+}
+
+TEST(StreamDecoder, EncodingNamesIgnoreCaseAndSurroundingWhitespace) {
+  for (std::string_view header :
+       {"GZIP", " gzip ", "\tX-GZip\r\n", "Deflate", "  BR", "Zstd\t", "IDENTITY", "  "}) {
+    EXPECT_NE(make_decoder(header), nullptr) << header;
+  }
+  auto decoder = make_decoder(" Br ");
+  std::string out;
+  ASSERT_TRUE(decoder->feed(compress(Codec::brotli, k_first_event), out, k_no_cap));
+  EXPECT_EQ(out, k_first_event);
+}
+
+} // namespace
+} // namespace keyshim::policy
