@@ -49,11 +49,8 @@ void Connection::start() {
 // complete the connection has the head timeout; nothing else waits on it.
 void Connection::read_head() {
   m_phase = Phase::reading_head;
-  m_state = m_server.state();
   m_parser.emplace();
   m_parser->header_limit(static_cast<std::uint32_t>(m_server.head_limits().max_head_bytes + 1024));
-  m_parser->body_limit(m_state->config ? m_state->config->server.max_request_body
-                                       : config::ServerSettings{}.max_request_body);
   arm_timer(m_requests == 0 || m_buffer.size() > 0 ? m_server.limits().head_timeout
                                                    : m_server.limits().keep_alive);
   if (m_buffer.size() > 0) {
@@ -76,6 +73,11 @@ void Connection::on_read(const ErrorCode& ec, std::size_t n) {
   if (ec) {
     close(); // the client left between requests, or mid-head: nobody to answer
     return;
+  }
+  if (m_buffer.size() == 0 && m_requests > 0) {
+    // The next request on a kept-alive connection has begun: from its first
+    // byte it gets the head timeout, not what is left of the idle time.
+    arm_timer(m_server.limits().head_timeout);
   }
   m_buffer.commit(n);
   parse_head();
@@ -100,10 +102,14 @@ void Connection::parse_head() {
     }
     return;
   }
+  // The pool this request is served from: taken when its head is complete,
+  // so a keep-alive connection sees a reload that happened while it idled.
+  m_state = m_server.state();
   HeadLimits request_limits = limits;
   if (m_state->config) {
     request_limits.max_body_bytes = m_state->config->server.max_request_body;
   }
+  m_parser->body_limit(request_limits.max_body_bytes);
   if (HeadVerdict verdict = check_head(view.substr(0, end), request_limits); verdict.status != 0) {
     refuse(verdict.status, verdict.message);
     return;
@@ -132,6 +138,7 @@ void Connection::on_head() {
     return;
   }
   auto expect = head.find(http::field::expect);
+  arm_timer(m_server.limits().body_timeout); // replaces the head deadline, earlier or later
   if (expect != head.end() && util::iequals(expect->value(), "100-continue") && !m_parser->is_done()) {
     send_continue();
     return;
@@ -159,7 +166,7 @@ void Connection::read_body() {
     dispatch();
     return;
   }
-  m_deadline = steady_clock::now() + m_server.limits().body_timeout;
+  m_deadline = steady_clock::now() + m_server.limits().body_timeout; // progress: only ever later
   http::async_read_some(m_socket, m_buffer, *m_parser,
                         [self = shared_from_this()](const ErrorCode& ec, std::size_t) { self->on_body(ec); });
 }
