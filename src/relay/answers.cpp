@@ -21,8 +21,14 @@ Answer upstream_error_answer(const policy::Outcome& outcome, std::string_view re
   Answer answer;
   answer.status = outcome.status;
   answer.reason = std::string(reason);
+  auto named_by_connection = [&](std::string_view name) {
+    return std::any_of(outcome.headers.begin(), outcome.headers.end(), [&](const policy::Header& h) {
+      return util::iequals(h.name, "connection") && lists_token(h.value, name);
+    });
+  };
   for (const policy::Header& field : outcome.headers) {
-    if (is_hop_by_hop(field.name) || util::iequals(field.name, "content-length")) {
+    if (is_hop_by_hop(field.name) || util::iequals(field.name, "content-length") ||
+        named_by_connection(field.name)) {
       continue;
     }
     answer.headers.emplace_back(field.name, redact.apply(field.value));

@@ -29,17 +29,8 @@ template <std::size_t N> bool in_list(const std::array<std::string_view, N>& lis
 // Whether `name` is listed in a Connection field ("Connection: keep-alive, X-Foo").
 bool named_by_connection(const http::fields& fields, std::string_view name) {
   auto range = fields.equal_range(http::field::connection);
-  for (auto it = range.first; it != range.second; ++it) {
-    std::string_view value = it->value();
-    while (!value.empty()) {
-      std::size_t comma = value.find(',');
-      if (util::iequals(util::trim(value.substr(0, comma)), name)) {
-        return true;
-      }
-      value = comma == std::string_view::npos ? std::string_view{} : value.substr(comma + 1);
-    }
-  }
-  return false;
+  return std::any_of(range.first, range.second,
+                     [&](const auto& field) { return lists_token(field.value(), name); });
 }
 
 bool has_connection_field(const http::fields& fields) {
@@ -102,6 +93,17 @@ void append_auth(std::string& head, const config::Auth& auth, const std::string&
 }
 
 } // namespace
+
+bool lists_token(std::string_view list, std::string_view token) {
+  while (!list.empty()) {
+    std::size_t comma = list.find(',');
+    if (util::iequals(util::trim(list.substr(0, comma)), token)) {
+      return true;
+    }
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+  }
+  return false;
+}
 
 bool is_hop_by_hop(std::string_view name) {
   return in_list(k_hop_by_hop, name);

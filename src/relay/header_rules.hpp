@@ -19,6 +19,9 @@ class Redactor;
 // True for RFC 9110 hop-by-hop field names (case-insensitive).
 bool is_hop_by_hop(std::string_view name);
 
+// True when the comma-separated `list` (a Connection value) names `token`.
+bool lists_token(std::string_view list, std::string_view token);
+
 // True for the fields a client uses to send its (placeholder) key.
 bool is_credential(std::string_view name);
 

@@ -4,6 +4,8 @@
 
 #include <openssl/crypto.h>
 
+#include <algorithm>
+
 namespace keyshim::relay {
 
 Redactor::Redactor(const pool::KeyPool& pool) {
@@ -17,8 +19,16 @@ Redactor::Redactor(const pool::KeyPool& pool) {
     std::string encoded = util::percent_encode(key);
     if (encoded != key) {
       m_needles.push_back({std::move(encoded), secret.fingerprint()});
+      std::string lower_hex = util::percent_encode(key, true); // %2f as well as %2F
+      if (lower_hex != m_needles.back().text) {
+        m_needles.push_back({std::move(lower_hex), secret.fingerprint()});
+      }
     }
   }
+  // Longest first: a key that extends another key is replaced whole, since
+  // ties at the same position go to the needle found first.
+  std::stable_sort(m_needles.begin(), m_needles.end(),
+                   [](const Needle& a, const Needle& b) { return a.text.size() > b.text.size(); });
 }
 
 Redactor::~Redactor() {

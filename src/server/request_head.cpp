@@ -121,8 +121,14 @@ HeadVerdict check_parsed_head(const relay::http::request_header<>& head) {
   if (head.version() == 11 && head.count(http::field::host) != 1) {
     return {400, "an HTTP/1.1 request needs exactly one Host header"};
   }
-  if (head.version() != 11 && head.count(http::field::transfer_encoding) != 0) {
+  std::size_t te = head.count(http::field::transfer_encoding);
+  if (head.version() != 11 && te != 0) {
     return {400, "Transfer-Encoding is not allowed in HTTP/1.0"};
+  }
+  // Beast reads "chunked, gzip" as a request without a body and would parse
+  // the body as the next request: only a single "chunked" is accepted.
+  if (te > 1 || (te == 1 && !iequals(head[http::field::transfer_encoding], "chunked"))) {
+    return {400, "only a single \"Transfer-Encoding: chunked\" is accepted"};
   }
   return {};
 }

@@ -51,8 +51,8 @@ int hex_value(char c) {
 
 } // namespace
 
-std::string percent_encode(std::string_view text) {
-  static constexpr char k_hex[] = "0123456789ABCDEF";
+std::string percent_encode(std::string_view text, bool lower_hex) {
+  const char* hex = lower_hex ? "0123456789abcdef" : "0123456789ABCDEF";
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
@@ -63,8 +63,8 @@ std::string percent_encode(std::string_view text) {
       out += c;
     } else {
       out += '%';
-      out += k_hex[u >> 4];
-      out += k_hex[u & 0xf];
+      out += hex[u >> 4];
+      out += hex[u & 0xf];
     }
   }
   return out;

@@ -20,8 +20,9 @@ bool iequals(std::string_view a, std::string_view b);
 std::string_view trim(std::string_view text);
 
 // Percent-encoding for URL query components: every byte but the RFC 3986
-// unreserved ones (A-Z a-z 0-9 - . _ ~) becomes %XX (upper-case hex).
-std::string percent_encode(std::string_view text);
+// unreserved ones (A-Z a-z 0-9 - . _ ~) becomes %XX (upper-case hex, as
+// RFC 3986 recommends, unless `lower_hex`).
+std::string percent_encode(std::string_view text, bool lower_hex = false);
 // The reverse, with '+' read as a space (form encoding); malformed escapes
 // stay as they are.
 std::string percent_decode(std::string_view text);
