@@ -44,6 +44,32 @@ SignalWatcher::~SignalWatcher() {
   m_stopping = true;
   pthread_kill(m_thread.native_handle(), k_wake_signal);
   m_thread.join();
+  if (m_reloader.joinable()) {
+    m_reloader.join();
+  }
+}
+
+void SignalWatcher::request_reload() {
+  std::lock_guard lock(m_reload_mutex);
+  if (m_reloading) {
+    m_reload_again = true;
+    return;
+  }
+  if (m_reloader.joinable()) {
+    m_reloader.join(); // the previous reload has finished: m_reloading is false
+  }
+  m_reloading = true;
+  m_reloader = std::thread([this] {
+    while (true) {
+      m_server.reload();
+      std::lock_guard relock(m_reload_mutex);
+      if (!m_reload_again || m_stopping) {
+        m_reloading = false;
+        return;
+      }
+      m_reload_again = false;
+    }
+  });
 }
 
 void SignalWatcher::run() {
@@ -74,7 +100,7 @@ void SignalWatcher::run() {
     }
     if (sig == SIGHUP) {
       util::log_info("SIGHUP: reloading the pool file");
-      m_server.reload();
+      request_reload();
       continue;
     }
     if (draining) {
