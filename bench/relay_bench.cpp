@@ -134,7 +134,7 @@ int main() {
   keyshim::util::Logger::instance().set_level(keyshim::util::LogLevel::error);
   TimestampUpstream upstream;
   std::string upstream_url = fmt::format("http://127.0.0.1:{}", upstream.port());
-  Shim shim(keyshim::test::pool_toml(3, "strategy = \"round-robin\"\n"), upstream_url, 512);
+  Shim shim(keyshim::test::pool_toml(3, "strategy = \"round-robin\"\n"), upstream_url);
 
   // 1. Per-event latency: direct vs through keyshim.
   std::vector<long long> direct, relayed;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -32,7 +33,71 @@ bool send_all(int fd, const std::string& data) {
   return true;
 }
 
-// Read one request (head + Content-Length body) from `buffer`/`fd`. False on close.
+// Append from `fd` until `buffer` holds at least `n` bytes. False on close.
+bool fill_to(int fd, std::string& buffer, std::size_t n) {
+  while (buffer.size() < n) {
+    char chunk[65536];
+    ssize_t got = ::recv(fd, chunk, sizeof chunk, 0);
+    if (got <= 0) {
+      return false;
+    }
+    buffer.append(chunk, static_cast<std::size_t>(got));
+  }
+  return true;
+}
+
+// Append from `fd` until `needle` appears at or after `from`: its position,
+// or npos on close.
+std::size_t fill_until(int fd, std::string& buffer, const std::string& needle, std::size_t from) {
+  std::size_t at;
+  while ((at = buffer.find(needle, from)) == std::string::npos) {
+    if (!fill_to(fd, buffer, buffer.size() + 1)) {
+      return std::string::npos;
+    }
+  }
+  return at;
+}
+
+// Decode the chunked body at the start of `buffer` into `body`, consuming it
+// and its trailer section. False on close or a malformed chunk line.
+bool read_chunked_body(int fd, std::string& buffer, std::string& body) {
+  std::size_t pos = 0;
+  while (true) {
+    std::size_t eol = fill_until(fd, buffer, "\r\n", pos);
+    if (eol == std::string::npos) {
+      return false;
+    }
+    std::string size_line = buffer.substr(pos, eol - pos); // "1a" or "1a;ext=v"
+    char* end = nullptr;
+    std::size_t size = std::strtoull(size_line.c_str(), &end, 16);
+    if (end == size_line.c_str()) {
+      return false;
+    }
+    pos = eol + 2;
+    if (size == 0) {
+      while (true) { // trailer fields, then an empty line
+        std::size_t line_end = fill_until(fd, buffer, "\r\n", pos);
+        if (line_end == std::string::npos) {
+          return false;
+        }
+        bool last = line_end == pos;
+        pos = line_end + 2;
+        if (last) {
+          buffer.erase(0, pos);
+          return true;
+        }
+      }
+    }
+    if (!fill_to(fd, buffer, pos + size + 2)) {
+      return false;
+    }
+    body.append(buffer, pos, size);
+    pos += size + 2;
+  }
+}
+
+// Read one request (head, then a Content-Length or chunked body) from
+// `buffer`/`fd`. False on close.
 bool read_request(int fd, std::string& buffer, SeenRequest& out) {
   auto deadline = std::chrono::steady_clock::now() + 30s;
   std::size_t head_end;
@@ -61,6 +126,7 @@ bool read_request(int fd, std::string& buffer, SeenRequest& out) {
   out.target = request_line.substr(sp1 + 1, sp2 - sp1 - 1);
   std::size_t pos = line_end == std::string::npos ? head.size() : line_end + 2;
   std::size_t content_length = 0;
+  bool chunked = false;
   while (pos < head.size()) {
     std::size_t eol = head.find("\r\n", pos);
     std::string line = head.substr(pos, eol == std::string::npos ? std::string::npos : eol - pos);
@@ -74,16 +140,16 @@ bool read_request(int fd, std::string& buffer, SeenRequest& out) {
     value.erase(0, value.find_first_not_of(' '));
     if (iequal(name, "content-length")) {
       content_length = std::stoul(value);
+    } else if (iequal(name, "transfer-encoding") && value.find("chunked") != std::string::npos) {
+      chunked = true;
     }
     out.headers.emplace_back(name, value);
   }
-  while (buffer.size() < content_length) {
-    char chunk[65536];
-    ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
-    if (n <= 0) {
-      return false;
-    }
-    buffer.append(chunk, static_cast<std::size_t>(n));
+  if (chunked) {
+    return read_chunked_body(fd, buffer, out.body);
+  }
+  if (!fill_to(fd, buffer, content_length)) {
+    return false;
   }
   out.body = buffer.substr(0, content_length);
   buffer.erase(0, content_length);

@@ -33,7 +33,7 @@ struct SeenRequest {
   std::string method;
   std::string target;
   std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;
+  std::string body;            // de-chunked when keyshim sent it chunked
   bool client_hung_up = false; // keyshim closed the connection while we were responding
 
   // First value of a header (case-insensitive), "" when absent.

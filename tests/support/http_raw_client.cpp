@@ -113,6 +113,10 @@ bool RawConnection::read_response(std::chrono::milliseconds timeout) {
   return true;
 }
 
+bool RawConnection::read_more(std::chrono::milliseconds timeout) {
+  return read_some(m_fd, m_received, std::chrono::steady_clock::now() + timeout) > 0;
+}
+
 std::string RawResponse::header(const std::string& name) const {
   std::string lower_head = head;
   std::string lower_name = name;

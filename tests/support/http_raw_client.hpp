@@ -22,6 +22,8 @@ public:
   bool read_to_close(std::chrono::milliseconds timeout = 10s);
   // Read until one whole response (by its framing) has arrived, or close/timeout.
   bool read_response(std::chrono::milliseconds timeout = 10s);
+  // Read once, whatever arrives next; false on close or timeout.
+  bool read_more(std::chrono::milliseconds timeout = 10s);
   // Close our side now (a client that gives up).
   void close();
 

@@ -1,97 +1,447 @@
 #include "relay/header_rules.hpp"
 #include "relay/redact.hpp"
+#include "support/fake_clock.hpp"
 
 #include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace keyshim::relay {
 namespace {
 
-TEST(HeaderRules, HopByHopAndConnectionNamedHeadersAreDropped) {
-  httplib::Headers in = {{"Connection", "keep-alive, X-Secret-Hop"},
-                         {"X-Secret-Hop", "1"},
-                         {"Keep-Alive", "5"},
-                         {"TE", "trailers"},
-                         {"Upgrade", "h2c"},
-                         {"Accept", "text/event-stream"}};
-  httplib::Headers out = upstream_request_headers(in);
-  EXPECT_EQ(out.size(), 1u);
-  EXPECT_EQ(out.begin()->first, "Accept");
+// A request head as Beast parses it from the wire, so field name case and
+// order are exactly those of `text`.
+http::request_header<> parse_request(std::string_view text) {
+  http::request_parser<http::empty_body> parser;
+  ErrorCode ec;
+  parser.put(asio::buffer(text.data(), text.size()), ec);
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_TRUE(parser.is_header_done());
+  return parser.release();
 }
 
-TEST(HeaderRules, ClientCredentialsHostLengthAndPseudoHeadersAreDropped) {
-  httplib::Headers in = {{"Authorization", "Bearer x"},
-                         {"x-api-key", "x"},
-                         {"X-Goog-Api-Key", "x"},
-                         {"api-key", "x"},
-                         {"Host", "127.0.0.1"},
-                         {"Content-Length", "3"},
-                         {"REMOTE_ADDR", "127.0.0.1"},
-                         {"LOCAL_PORT", "8787"},
-                         {"anthropic-version", "2023-06-01"}};
-  httplib::Headers out = upstream_request_headers(in);
-  ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out.begin()->first, "anthropic-version");
+http::response_header<> parse_response(std::string_view text) {
+  http::response_parser<http::empty_body> parser;
+  ErrorCode ec;
+  parser.put(asio::buffer(text.data(), text.size()), ec);
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_TRUE(parser.is_header_done());
+  return parser.release();
 }
 
-TEST(HeaderRules, ValuesWithCrOrLfAreDropped) {
-  httplib::Headers out = upstream_request_headers({{"X-Evil", "a\r\nInjected: 1"}, {"X-Fine", "ok"}});
-  ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out.begin()->first, "X-Fine");
+config::UpstreamUrl url(std::string scheme, std::string host, int port, std::string prefix = "") {
+  return config::UpstreamUrl{std::move(scheme), std::move(host), port, std::move(prefix)};
 }
 
-TEST(HeaderRules, ResponseFramingHeadersAreLeftToTheServer) {
-  httplib::Headers out = client_response_headers({{"Content-Length", "10"},
-                                                  {"Transfer-Encoding", "chunked"},
-                                                  {"Connection", "close"},
-                                                  {"Content-Encoding", "gzip"}});
-  ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out.begin()->first, "Content-Encoding");
+config::KeyConfig pool_key(std::string secret, config::Auth auth = {config::AuthStyle::bearer, ""},
+                           config::UpstreamUrl base = url("https", "api.openai.com", 443)) {
+  config::KeyConfig key;
+  key.label = "k0";
+  key.secret = util::Secret(std::move(secret));
+  key.base_url = std::move(base);
+  key.auth = std::move(auth);
+  return key;
 }
 
-TEST(HeaderRules, QueryAuthReplacesEveryOccurrenceAndKeepsTheRest) {
-  httplib::Headers headers;
-  std::string target = "/v1/models?key=a&alt=sse&key=b";
-  apply_auth({config::AuthStyle::query, "key"}, "sk/+=", headers, target);
-  EXPECT_EQ(target, "/v1/models?alt=sse&key=sk%2F%2B%3D");
-  EXPECT_TRUE(headers.empty());
+std::size_t count_of(std::string_view text, std::string_view needle) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(needle); at != std::string_view::npos; at = text.find(needle, at + 1)) {
+    ++n;
+  }
+  return n;
 }
 
-TEST(HeaderRules, QueryParameterLookupDecodes) {
-  EXPECT_EQ(query_param("/x?a=1&key=s%20k", "key"), "s k");
-  EXPECT_EQ(query_param("/x?a=1", "key"), "");
-  EXPECT_EQ(remove_query_param("/x?key=1", "key"), "/x");
-  EXPECT_EQ(remove_query_param("/x", "key"), "/x");
-}
+// The raw key and a key with characters that percent-encoding changes, in a
+// pool, with the Redactor client_head uses.
+struct EchoPool {
+  EchoPool() : pool(keys(), config::Strategy::ordered, clock), redact(pool) {}
 
-TEST(HeaderRules, EachAuthStyleUsesItsHeader) {
-  struct Case {
-    config::AuthStyle style;
-    const char* header;
-    const char* value;
-  };
-  for (const Case& c : {Case{config::AuthStyle::bearer, "Authorization", "Bearer k"},
-                        Case{config::AuthStyle::x_api_key, "x-api-key", "k"},
-                        Case{config::AuthStyle::x_goog_api_key, "x-goog-api-key", "k"},
-                        Case{config::AuthStyle::api_key, "api-key", "k"}}) {
-    httplib::Headers headers;
-    std::string target = "/v1";
-    apply_auth({c.style, ""}, "k", headers, target);
-    EXPECT_EQ(headers.size(), 1u);
-    EXPECT_EQ(headers.find(c.header)->second, c.value);
-    EXPECT_EQ(target, "/v1");
+  static std::vector<config::KeyConfig> keys() {
+    return {pool_key("sk-pool-raw-0001"), pool_key("sk/+=pool-0002")};
+  }
+  const util::Secret& raw() const { return pool.key(0).secret; }
+  const util::Secret& slashy() const { return pool.key(1).secret; }
+
+  test::FakeClock clock;
+  pool::KeyPool pool;
+  Redactor redact;
+};
+
+// --- field classification -------------------------------------------------
+
+TEST(HeaderRules, HopByHopNamesAreRecognisedInAnyCase) {
+  for (const char* name : {"Connection", "keep-alive", "PROXY-CONNECTION", "TE", "Trailer",
+                           "Transfer-Encoding", "upgrade", "Proxy-Authorization", "proxy-authenticate"}) {
+    EXPECT_TRUE(is_hop_by_hop(name)) << name;
+  }
+  for (const char* name : {"Content-Length", "Content-Type", "Authorization", "Host", "Trailers", "X-TE"}) {
+    EXPECT_FALSE(is_hop_by_hop(name)) << name;
   }
 }
 
-TEST(Redact, EveryOccurrenceOfAPoolKeyBecomesItsFingerprint) {
-  std::vector<config::KeyConfig> keys(2);
-  keys[0].label = "a";
-  keys[0].secret = util::Secret("sk-first-key-000");
-  keys[1].label = "b";
-  keys[1].secret = util::Secret("sk-second-key-11");
-  pool::KeyPool pool(keys, config::Strategy::ordered, util::system_clock());
-  std::string out = redact_keys("bad key sk-first-key-000, also sk-first-key-000 and sk-second-key-11", pool);
-  EXPECT_EQ(out, "bad key " + keys[0].secret.fingerprint() + ", also " + keys[0].secret.fingerprint() +
-                     " and " + keys[1].secret.fingerprint());
+TEST(HeaderRules, CredentialNamesAreRecognisedInAnyCase) {
+  for (const char* name :
+       {"Authorization", "authorization", "x-api-key", "X-Api-Key", "X-Goog-Api-Key", "api-key", "API-KEY"}) {
+    EXPECT_TRUE(is_credential(name)) << name;
+  }
+  for (const char* name : {"Proxy-Authorization", "x-api-key-id", "key", "anthropic-version"}) {
+    EXPECT_FALSE(is_credential(name)) << name;
+  }
+}
+
+// --- upstream_head ----------------------------------------------------------
+
+TEST(UpstreamHead, DropsHopByHopFieldsAndThoseNamedByConnection) {
+  auto client = parse_request("POST /v1/chat/completions HTTP/1.1\r\n"
+                              "Host: 127.0.0.1:8787\r\n"
+                              "Connection: keep-alive, X-Secret-Hop\r\n"
+                              "X-Secret-Hop: 1\r\n"
+                              "Keep-Alive: timeout=5\r\n"
+                              "Proxy-Connection: keep-alive\r\n"
+                              "TE: trailers\r\n"
+                              "Trailer: X-Checksum\r\n"
+                              "Upgrade: h2c\r\n"
+                              "Proxy-Authorization: Basic YTpi\r\n"
+                              "Accept: text/event-stream\r\n"
+                              "\r\n");
+  EXPECT_EQ(upstream_head(client, "/v1/chat/completions", pool_key("sk-pool"), std::nullopt),
+            "POST /v1/chat/completions HTTP/1.1\r\n"
+            "Host: api.openai.com\r\n"
+            "Accept: text/event-stream\r\n"
+            "Authorization: Bearer sk-pool\r\n"
+            "\r\n");
+}
+
+TEST(UpstreamHead, ReplacesClientCredentialsHostLengthAndExpectWithThePoolKey) {
+  auto client = parse_request("POST /v1/messages HTTP/1.1\r\n"
+                              "Host: localhost:8787\r\n"
+                              "Authorization: Bearer placeholder\r\n"
+                              "x-api-key: placeholder\r\n"
+                              "X-Goog-Api-Key: placeholder\r\n"
+                              "api-key: placeholder\r\n"
+                              "Content-Length: 3\r\n"
+                              "Expect: 100-continue\r\n"
+                              "anthropic-version: 2023-06-01\r\n"
+                              "\r\n");
+  std::string head = upstream_head(
+      client, "/v1/messages",
+      pool_key("sk-ant-pool", {config::AuthStyle::x_api_key, ""}, url("https", "api.anthropic.com", 443)), 3);
+  EXPECT_EQ(head, "POST /v1/messages HTTP/1.1\r\n"
+                  "Host: api.anthropic.com\r\n"
+                  "anthropic-version: 2023-06-01\r\n"
+                  "x-api-key: sk-ant-pool\r\n"
+                  "Content-Length: 3\r\n"
+                  "\r\n");
+  EXPECT_EQ(head.find("placeholder"), std::string::npos);
+}
+
+TEST(UpstreamHead, PlacesThePoolKeyAsEachHeaderAuthStyleSays) {
+  struct Case {
+    config::AuthStyle style;
+    const char* line;
+  };
+  auto client = parse_request("GET /v1/models HTTP/1.1\r\n"
+                              "Host: 127.0.0.1\r\n"
+                              "authorization: Bearer placeholder\r\n"
+                              "X-API-KEY: placeholder\r\n"
+                              "x-goog-api-key: placeholder\r\n"
+                              "Api-Key: placeholder\r\n"
+                              "\r\n");
+  for (const Case& c : {Case{config::AuthStyle::bearer, "Authorization: Bearer sk-k\r\n"},
+                        Case{config::AuthStyle::x_api_key, "x-api-key: sk-k\r\n"},
+                        Case{config::AuthStyle::x_goog_api_key, "x-goog-api-key: sk-k\r\n"},
+                        Case{config::AuthStyle::api_key, "api-key: sk-k\r\n"}}) {
+    std::string head = upstream_head(client, "/v1/models", pool_key("sk-k", {c.style, ""}), std::nullopt);
+    EXPECT_EQ(head, std::string("GET /v1/models HTTP/1.1\r\nHost: api.openai.com\r\n") + c.line + "\r\n");
+    EXPECT_EQ(count_of(head, "sk-k"), 1u) << head;
+  }
+}
+
+TEST(UpstreamHead, QueryAuthPutsThePercentEncodedKeyInTheTargetAndNoCredentialHeader) {
+  config::KeyConfig key = pool_key("sk/+=", {config::AuthStyle::query, "key"},
+                                   url("https", "generativelanguage.googleapis.com", 443));
+  std::string target = upstream_target("/v1beta/models?key=placeholder&alt=sse", {"key"}, key);
+  EXPECT_EQ(target, "/v1beta/models?alt=sse&key=sk%2F%2B%3D");
+
+  auto client = parse_request("POST /v1beta/models?key=placeholder&alt=sse HTTP/1.1\r\n"
+                              "Host: 127.0.0.1:8787\r\n"
+                              "x-goog-api-key: placeholder\r\n"
+                              "Authorization: Bearer placeholder\r\n"
+                              "Content-Type: application/json\r\n"
+                              "\r\n");
+  EXPECT_EQ(upstream_head(client, target, key, 2), "POST /v1beta/models?alt=sse&key=sk%2F%2B%3D HTTP/1.1\r\n"
+                                                   "Host: generativelanguage.googleapis.com\r\n"
+                                                   "Content-Type: application/json\r\n"
+                                                   "Content-Length: 2\r\n"
+                                                   "\r\n");
+}
+
+TEST(UpstreamHead, KeepsNameCaseValueBytesAndDuplicateOrderExactly) {
+  auto client = parse_request("POST /v1/x HTTP/1.1\r\n"
+                              "Host: 127.0.0.1:8787\r\n"
+                              "content-TYPE: application/json; charset=utf-8\r\n"
+                              "x-lower: a\r\n"
+                              "X-MiXeD-CaSe: b\r\n"
+                              "X-Pct: %41%2F+%20\r\n"
+                              "X-Utf8: h\xc3\xa9llo \xe2\x9c\x93\r\n"
+                              "X-Dup: first\r\n"
+                              "x-dup: second\r\n"
+                              "X-Dup: third\r\n"
+                              "\r\n");
+  EXPECT_EQ(upstream_head(client, "/v1/x", pool_key("sk-k"), std::nullopt),
+            "POST /v1/x HTTP/1.1\r\n"
+            "Host: api.openai.com\r\n"
+            "content-TYPE: application/json; charset=utf-8\r\n"
+            "x-lower: a\r\n"
+            "X-MiXeD-CaSe: b\r\n"
+            "X-Pct: %41%2F+%20\r\n"
+            "X-Utf8: h\xc3\xa9llo \xe2\x9c\x93\r\n"
+            "X-Dup: first\r\n"
+            "x-dup: second\r\n"
+            "X-Dup: third\r\n"
+            "Authorization: Bearer sk-k\r\n"
+            "\r\n");
+}
+
+TEST(UpstreamHead, SeparatedDuplicatesKeepTheirRelativeOrder) {
+  // Beast groups a duplicate after its earlier twin; what must hold is the
+  // order among same-name fields.
+  auto client = parse_request("GET / HTTP/1.1\r\nHost: a\r\nX-A: 1\r\nX-B: b\r\nX-A: 2\r\nX-A: 3\r\n\r\n");
+  std::string head = upstream_head(client, "/", pool_key("sk-k"), std::nullopt);
+  std::size_t one = head.find("X-A: 1\r\n");
+  std::size_t two = head.find("X-A: 2\r\n");
+  std::size_t three = head.find("X-A: 3\r\n");
+  ASSERT_NE(one, std::string::npos) << head;
+  ASSERT_NE(two, std::string::npos) << head;
+  ASSERT_NE(three, std::string::npos) << head;
+  EXPECT_LT(one, two);
+  EXPECT_LT(two, three);
+  EXPECT_EQ(count_of(head, "X-B: b\r\n"), 1u);
+}
+
+TEST(UpstreamHead, ContentLengthIsPresentExactlyWhenABodySizeIsGiven) {
+  auto client = parse_request("POST /v1/x HTTP/1.1\r\nHost: a\r\nContent-Length: 999\r\nX: y\r\n\r\n");
+  config::KeyConfig key = pool_key("sk-k");
+
+  std::string without = upstream_head(client, "/v1/x", key, std::nullopt);
+  EXPECT_EQ(count_of(without, "Content-Length"), 0u) << without;
+
+  std::string empty = upstream_head(client, "/v1/x", key, 0);
+  EXPECT_EQ(count_of(empty, "Content-Length"), 1u) << empty;
+  EXPECT_NE(empty.find("\r\nContent-Length: 0\r\n\r\n"), std::string::npos) << empty;
+
+  std::string sized = upstream_head(client, "/v1/x", key, 12);
+  EXPECT_EQ(count_of(sized, "Content-Length"), 1u) << sized;
+  EXPECT_NE(sized.find("\r\nContent-Length: 12\r\n\r\n"), std::string::npos) << sized;
+}
+
+TEST(UpstreamHead, AChunkedClientBodyIsReframedWithContentLength) {
+  auto client = parse_request("POST /v1/x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n");
+  EXPECT_EQ(upstream_head(client, "/v1/x", pool_key("sk-k"), 5), "POST /v1/x HTTP/1.1\r\n"
+                                                                 "Host: api.openai.com\r\n"
+                                                                 "Authorization: Bearer sk-k\r\n"
+                                                                 "Content-Length: 5\r\n"
+                                                                 "\r\n");
+}
+
+TEST(UpstreamHead, AnHttp10ClientIsForwardedAsHttp11) {
+  auto client = parse_request("GET /v1/models HTTP/1.0\r\nAccept: */*\r\n\r\n");
+  EXPECT_EQ(upstream_head(client, "/v1/models", pool_key("sk-k"), std::nullopt),
+            "GET /v1/models HTTP/1.1\r\n"
+            "Host: api.openai.com\r\n"
+            "Accept: */*\r\n"
+            "Authorization: Bearer sk-k\r\n"
+            "\r\n");
+}
+
+TEST(UpstreamHead, HostIsTheUpstreamsWithTheDefaultPortOmitted) {
+  struct Case {
+    config::UpstreamUrl base;
+    const char* host;
+  };
+  auto client = parse_request("GET / HTTP/1.1\r\nHost: 127.0.0.1:8787\r\n\r\n");
+  for (const Case& c : {Case{url("https", "api.openai.com", 443), "api.openai.com"},
+                        Case{url("https", "api.example.com", 8443), "api.example.com:8443"},
+                        Case{url("http", "127.0.0.1", 80), "127.0.0.1"},
+                        Case{url("http", "127.0.0.1", 9000), "127.0.0.1:9000"},
+                        Case{url("http", "localhost", 443), "localhost:443"},
+                        Case{url("https", "::1", 443), "[::1]"}, Case{url("http", "::1", 8080), "[::1]:8080"},
+                        Case{url("https", "2001:db8::1", 8443, "/v1"), "[2001:db8::1]:8443"}}) {
+    std::string head = upstream_head(client, "/", pool_key("sk-k", {}, c.base), std::nullopt);
+    EXPECT_EQ(head.substr(0, head.find("\r\nAuthorization")),
+              std::string("GET / HTTP/1.1\r\nHost: ") + c.host)
+        << c.host;
+    EXPECT_EQ(count_of(head, "Host:"), 1u) << head;
+  }
+}
+
+// --- upstream_target --------------------------------------------------------
+
+TEST(UpstreamTarget, RemovesTheClientsKeyParameterWhateverTheAuthStyle) {
+  for (config::AuthStyle style : {config::AuthStyle::bearer, config::AuthStyle::x_api_key,
+                                  config::AuthStyle::x_goog_api_key, config::AuthStyle::api_key}) {
+    config::KeyConfig key = pool_key("sk-k", {style, ""});
+    EXPECT_EQ(upstream_target("/v1/models?key=a&alt=sse&key=b", {}, key), "/v1/models?alt=sse");
+    EXPECT_EQ(upstream_target("/v1/models?key=a", {}, key), "/v1/models");
+    EXPECT_EQ(upstream_target("/v1/models?k%65y=a&x=1", {}, key), "/v1/models?x=1");
+  }
+}
+
+TEST(UpstreamTarget, RemovesEveryPoolQueryAuthParameter) {
+  std::vector<std::string> params = {"api_key", "token"};
+  EXPECT_EQ(upstream_target("/x?api_key=1&a=b&token=2&keyed=3", params, pool_key("sk-k")), "/x?a=b&keyed=3");
+  EXPECT_EQ(upstream_target("/x?token=2", params, pool_key("sk-k", {config::AuthStyle::query, "api_key"})),
+            "/x?api_key=sk-k");
+  EXPECT_EQ(
+      upstream_target("/x?api_key=old&q=1", params, pool_key("sk-k", {config::AuthStyle::query, "api_key"})),
+      "/x?q=1&api_key=sk-k");
+}
+
+TEST(UpstreamTarget, QueryAuthPercentEncodesTheKey) {
+  config::KeyConfig key = pool_key("sk/+=", {config::AuthStyle::query, "key"});
+  EXPECT_EQ(upstream_target("/v1beta/models", {"key"}, key), "/v1beta/models?key=sk%2F%2B%3D");
+  EXPECT_EQ(upstream_target("/v1beta/models?alt=sse", {"key"}, key),
+            "/v1beta/models?alt=sse&key=sk%2F%2B%3D");
+}
+
+TEST(UpstreamTarget, PrependsTheBaseUrlPathPrefix) {
+  config::KeyConfig key = pool_key("sk-k", {}, url("https", "gateway.example.com", 443, "/openai/v1"));
+  EXPECT_EQ(upstream_target("/chat/completions?x=1", {}, key), "/openai/v1/chat/completions?x=1");
+  config::KeyConfig query = pool_key("sk-k", {config::AuthStyle::query, "key"},
+                                     url("https", "gateway.example.com", 443, "/google"));
+  EXPECT_EQ(upstream_target("/v1beta/models?key=x", {"key"}, query), "/google/v1beta/models?key=sk-k");
+}
+
+TEST(UpstreamTarget, OtherParametersPassByteForByte) {
+  EXPECT_EQ(upstream_target("/x?q=%41%2F+b&empty=&flag", {}, pool_key("sk-k")), "/x?q=%41%2F+b&empty=&flag");
+  EXPECT_EQ(upstream_target("/caf\xc3\xa9?n=\xe2\x9c\x93", {}, pool_key("sk-k")),
+            "/caf\xc3\xa9?n=\xe2\x9c\x93");
+}
+
+// --- client_head ------------------------------------------------------------
+
+TEST(ClientHead, KeepsTheStatusLinesReasonPhrase) {
+  EchoPool pool;
+  auto upstream = parse_response("HTTP/1.1 200 Fine Thanks\r\nContent-Type: text/plain\r\n\r\n");
+  EXPECT_EQ(client_head(upstream, Framing::close, std::nullopt, false, pool.redact),
+            "HTTP/1.1 200 Fine Thanks\r\nContent-Type: text/plain\r\n\r\n");
+}
+
+TEST(ClientHead, AMissingReasonPhraseGetsTheStandardOne) {
+  EchoPool pool;
+  http::response_header<> upstream;
+  upstream.result(http::status::not_found);
+  upstream.version(11);
+  EXPECT_EQ(client_head(upstream, Framing::none, std::nullopt, false, pool.redact),
+            "HTTP/1.1 404 Not Found\r\n\r\n");
+}
+
+TEST(ClientHead, DropsHopByHopAndFramingFieldsAndWritesChunked) {
+  EchoPool pool;
+  auto upstream = parse_response("HTTP/1.1 200 OK\r\n"
+                                 "Connection: keep-alive, X-Hop\r\n"
+                                 "X-Hop: 1\r\n"
+                                 "Keep-Alive: timeout=5\r\n"
+                                 "Transfer-Encoding: chunked\r\n"
+                                 "Content-Type: text/event-stream\r\n"
+                                 "Trailer: X-Checksum\r\n"
+                                 "x-request-id: req_1\r\n"
+                                 "\r\n");
+  EXPECT_EQ(client_head(upstream, Framing::chunked, std::nullopt, false, pool.redact),
+            "HTTP/1.1 200 OK\r\n"
+            "Content-Type: text/event-stream\r\n"
+            "x-request-id: req_1\r\n"
+            "Transfer-Encoding: chunked\r\n"
+            "\r\n");
+}
+
+TEST(ClientHead, ContentLengthFramingWritesTheLengthOnce) {
+  EchoPool pool;
+  auto upstream =
+      parse_response("HTTP/1.1 200 OK\r\ncontent-length: 42\r\nContent-Type: application/json\r\n\r\n");
+  EXPECT_EQ(client_head(upstream, Framing::content_length, 42, false, pool.redact),
+            "HTTP/1.1 200 OK\r\n"
+            "Content-Type: application/json\r\n"
+            "Content-Length: 42\r\n"
+            "\r\n");
+}
+
+TEST(ClientHead, CloseFramingWritesNoLengthAndNoChunking) {
+  EchoPool pool;
+  auto upstream = parse_response("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: a\r\n\r\n");
+  EXPECT_EQ(client_head(upstream, Framing::close, std::nullopt, true, pool.redact),
+            "HTTP/1.1 200 OK\r\nX-A: a\r\nConnection: close\r\n\r\n");
+}
+
+TEST(ClientHead, NoBodyFramingKeepsTheUpstreamsContentLengthForHead) {
+  EchoPool pool;
+  http::response_parser<http::empty_body> parser;
+  parser.skip(true); // the answer to a HEAD request
+  std::string_view text = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1234\r\n\r\n";
+  ErrorCode ec;
+  parser.put(asio::buffer(text.data(), text.size()), ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(client_head(parser.get(), Framing::none, std::nullopt, false, pool.redact),
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1234\r\n\r\n");
+}
+
+TEST(ClientHead, NoBodyFramingDropsAChunkedTransferEncoding) {
+  EchoPool pool;
+  auto upstream = parse_response("HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\nX-A: a\r\n\r\n");
+  EXPECT_EQ(client_head(upstream, Framing::none, std::nullopt, false, pool.redact),
+            "HTTP/1.1 204 No Content\r\nX-A: a\r\n\r\n");
+}
+
+TEST(ClientHead, AddsConnectionCloseOnlyWhenAsked) {
+  EchoPool pool;
+  auto upstream = parse_response("HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\n");
+  EXPECT_EQ(client_head(upstream, Framing::content_length, 2, true, pool.redact),
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(client_head(upstream, Framing::content_length, 2, false, pool.redact),
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n");
+}
+
+TEST(ClientHead, KeepsTwoSetCookieLinesInOrder) {
+  EchoPool pool;
+  auto upstream = parse_response("HTTP/1.1 200 OK\r\n"
+                                 "Set-Cookie: a=1; Path=/\r\n"
+                                 "Set-Cookie: b=2; HttpOnly\r\n"
+                                 "Content-Length: 0\r\n"
+                                 "\r\n");
+  EXPECT_EQ(client_head(upstream, Framing::content_length, 0, false, pool.redact),
+            "HTTP/1.1 200 OK\r\n"
+            "Set-Cookie: a=1; Path=/\r\n"
+            "Set-Cookie: b=2; HttpOnly\r\n"
+            "Content-Length: 0\r\n"
+            "\r\n");
+}
+
+TEST(ClientHead, RedactsAPoolKeyEchoedInAFieldValueRawOrPercentEncoded) {
+  EchoPool pool;
+  auto upstream = parse_response("HTTP/1.1 302 Found\r\n"
+                                 "Location: /cb?key=sk%2F%2B%3Dpool-0002&state=1\r\n"
+                                 "X-Echo: bad key sk-pool-raw-0001 given\r\n"
+                                 "X-Raw-Slashy: sk/+=pool-0002\r\n"
+                                 "Content-Length: 0\r\n"
+                                 "\r\n");
+  std::string head = client_head(upstream, Framing::content_length, 0, false, pool.redact);
+  EXPECT_EQ(head, "HTTP/1.1 302 Found\r\n"
+                  "Location: /cb?key=" +
+                      pool.slashy().fingerprint() +
+                      "&state=1\r\n"
+                      "X-Echo: bad key " +
+                      pool.raw().fingerprint() +
+                      " given\r\n"
+                      "X-Raw-Slashy: " +
+                      pool.slashy().fingerprint() +
+                      "\r\n"
+                      "Content-Length: 0\r\n"
+                      "\r\n");
+  EXPECT_EQ(head.find("sk-pool-raw-0001"), std::string::npos);
+  EXPECT_EQ(head.find("sk%2F%2B%3Dpool-0002"), std::string::npos);
+  EXPECT_EQ(head.find("sk/+=pool-0002"), std::string::npos);
 }
 
 } // namespace

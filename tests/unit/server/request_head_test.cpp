@@ -7,6 +7,17 @@
 namespace keyshim::server {
 namespace {
 
+namespace http = relay::http;
+
+// A parsed head as Beast gives it to check_parsed_head.
+http::request_header<> parsed(const char* method, const char* target, unsigned version) {
+  http::request_header<> head;
+  head.method_string(method);
+  head.target(target);
+  head.version(version);
+  return head;
+}
+
 TEST(RequestHead, FindsTheEndWithCrLfOrBareLf) {
   EXPECT_EQ(find_head_end("GET / HTTP/1.1\r\nHost: a\r\n\r\nbody"), 27u);
   EXPECT_EQ(find_head_end("GET / HTTP/1.1\nHost: a\n\nbody"), 24u);
@@ -28,7 +39,12 @@ TEST(RequestHead, RefusesAmbiguousOrOversizedInput) {
             400);
   EXPECT_EQ(check_head("POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", limits).status, 400);
   EXPECT_EQ(check_head("POST / HTTP/1.1\r\nContent-Length: 101\r\n\r\n", limits).status, 413);
-  EXPECT_EQ(check_head("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", limits).status, 501);
+  EXPECT_EQ(check_head("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", limits).status, 400);
+  EXPECT_EQ(check_head("POST / HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", limits).status, 400);
+  EXPECT_EQ(check_head("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+                       limits)
+                .status,
+            400);
   EXPECT_EQ(check_head("GET / HTTP/1.1\r\nX: a\r\n b\r\n\r\n", limits).status, 400);
   EXPECT_EQ(check_head("GET / HTTP/1.1\r\nno colon here\r\n\r\n", limits).status, 400);
   EXPECT_EQ(check_head("GET /" + std::string(9000, 'a') + " HTTP/1.1\r\n\r\n", limits).status, 414);
@@ -40,6 +56,75 @@ TEST(RequestHead, ErrorResponsesAreCompleteJson) {
   EXPECT_EQ(response.rfind("HTTP/1.1 431 Request Header Fields Too Large\r\n", 0), 0u);
   EXPECT_NE(response.find("Connection: close"), std::string::npos);
   EXPECT_NE(response.find(R"(too \"big\")"), std::string::npos);
+}
+
+TEST(CheckParsedHead, AcceptsAnOrdinaryPost) {
+  http::request_header<> head = parsed("POST", "/v1/chat/completions?x=1", 11);
+  head.insert("Host", "127.0.0.1:8787");
+  head.insert("Content-Type", "application/json");
+  head.insert("Content-Length", "2");
+  EXPECT_EQ(check_parsed_head(head).status, 0);
+  head.erase(http::field::content_length);
+  head.insert("Transfer-Encoding", "chunked");
+  EXPECT_EQ(check_parsed_head(head).status, 0);
+}
+
+TEST(CheckParsedHead, RefusesConnectAndTraceWith405) {
+  http::request_header<> connect = parsed("CONNECT", "api.openai.com:443", 11);
+  connect.insert("Host", "api.openai.com:443");
+  EXPECT_EQ(check_parsed_head(connect).status, 405);
+  http::request_header<> trace = parsed("TRACE", "/", 11);
+  trace.insert("Host", "127.0.0.1");
+  HeadVerdict verdict = check_parsed_head(trace);
+  EXPECT_EQ(verdict.status, 405);
+  EXPECT_NE(verdict.message.find("TRACE"), std::string::npos) << verdict.message;
+}
+
+TEST(CheckParsedHead, RefusesAbsoluteAndAuthorityFormTargets) {
+  for (const char* target : {"http://api.openai.com/v1/models", "https://127.0.0.1:8787/v1",
+                             "api.openai.com:443", "127.0.0.1:8787", "*"}) {
+    http::request_header<> head = parsed("GET", target, 11);
+    head.insert("Host", "127.0.0.1:8787");
+    EXPECT_EQ(check_parsed_head(head).status, 400) << target;
+  }
+}
+
+TEST(CheckParsedHead, Http11NeedsExactlyOneHost) {
+  http::request_header<> none = parsed("GET", "/v1/models", 11);
+  EXPECT_EQ(check_parsed_head(none).status, 400);
+  http::request_header<> two = parsed("GET", "/v1/models", 11);
+  two.insert("Host", "127.0.0.1:8787");
+  two.insert("Host", "evil.example");
+  EXPECT_EQ(check_parsed_head(two).status, 400);
+}
+
+TEST(CheckParsedHead, Http10WithoutHostIsAccepted) {
+  EXPECT_EQ(check_parsed_head(parsed("GET", "/v1/models", 10)).status, 0);
+}
+
+TEST(CheckParsedHead, RefusesTransferEncodingInHttp10) {
+  http::request_header<> head = parsed("POST", "/v1/chat/completions", 10);
+  head.insert("Transfer-Encoding", "chunked");
+  EXPECT_EQ(check_parsed_head(head).status, 400);
+}
+
+TEST(CheckParsedHead, RefusesATransferEncodingOtherThanChunked) {
+  // The header's contract: "a Transfer-Encoding only in HTTP/1.1 and only
+  // \"chunked\"". Beast reads `gzip` or `chunked, gzip` as a request with no
+  // body and parses the body bytes as the next request.
+  for (const char* coding : {"gzip", "chunked, gzip", "gzip, chunked"}) {
+    http::request_header<> head = parsed("POST", "/v1/chat/completions", 11);
+    head.insert("Host", "127.0.0.1:8787");
+    head.insert("Transfer-Encoding", coding);
+    EXPECT_EQ(check_parsed_head(head).status, 400) << coding;
+  }
+}
+
+TEST(CheckParsedHead, RefusalsBecomeACompleteErrorResponse) {
+  std::string response = error_response(405, "TRACE is not relayed");
+  EXPECT_EQ(response.rfind("HTTP/1.1 405 Method Not Allowed\r\n", 0), 0u);
+  EXPECT_NE(response.find("\r\nAllow: "), std::string::npos);
+  EXPECT_NE(response.find("Connection: close"), std::string::npos);
 }
 
 TEST(RequestGuard, LoopbackHostHeaders) {
@@ -64,19 +149,31 @@ TEST(RequestGuard, OriginsMustBeListedExactly) {
 TEST(RequestGuard, TokenIsAcceptedWhereverClientsPutTheirKey) {
   util::Secret token("tok-123");
   auto with = [](const char* name, const char* value) {
-    httplib::Request req;
-    req.headers.emplace(name, value);
-    return req;
+    http::request_header<> head;
+    head.method_string("POST");
+    head.target("/v1/chat/completions");
+    head.version(11);
+    head.insert(name, value);
+    return head;
+  };
+  auto at = [](const char* target) {
+    http::request_header<> head;
+    head.method_string("GET");
+    head.target(target);
+    head.version(11);
+    return head;
   };
   EXPECT_TRUE(presents_token(with("Authorization", "Bearer tok-123"), token));
+  EXPECT_TRUE(presents_token(with("authorization", "bearer tok-123"), token));
   EXPECT_TRUE(presents_token(with("x-api-key", "tok-123"), token));
-  EXPECT_TRUE(presents_token(with("x-goog-api-key", "tok-123"), token));
+  EXPECT_TRUE(presents_token(with("X-Goog-Api-Key", "tok-123"), token));
   EXPECT_TRUE(presents_token(with("api-key", "tok-123"), token));
   EXPECT_FALSE(presents_token(with("Authorization", "Bearer tok-1234"), token));
-  EXPECT_FALSE(presents_token(httplib::Request{}, token));
-  httplib::Request query;
-  query.params.emplace("key", "tok-123");
-  EXPECT_TRUE(presents_token(query, token));
+  EXPECT_FALSE(presents_token(with("x-api-key", "tok-12"), token));
+  EXPECT_FALSE(presents_token(at("/v1/models"), token));
+  EXPECT_TRUE(presents_token(at("/v1/models?key=tok-123"), token));
+  EXPECT_TRUE(presents_token(at("/v1/models?alt=sse&key=tok%2D123"), token));
+  EXPECT_FALSE(presents_token(at("/v1/models?key=tok-124"), token));
 }
 
 TEST(StatusJson, HealthSaysUnavailableWithoutAvailableKeys) {
