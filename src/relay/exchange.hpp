@@ -16,6 +16,7 @@
 #include "policy/stream_decoder.hpp"
 #include "relay/answers.hpp"
 #include "relay/beast.hpp"
+#include "relay/deadline_timer.hpp"
 #include "relay/header_rules.hpp"
 #include "relay/pool_state.hpp"
 #include "relay/request_log.hpp"
@@ -30,6 +31,9 @@
 
 namespace keyshim::relay {
 
+// The size of one relayed piece: the most read from the upstream at once.
+constexpr std::size_t k_piece_size = 64 * 1024;
+
 // The client connection, as a relayed request needs it.
 class Downstream {
 public:
@@ -38,6 +42,19 @@ public:
   // The exchange is over. `keep_alive`: the connection may read the next
   // request; otherwise it must close.
   virtual void exchange_finished(bool keep_alive) = 0;
+
+  // k_piece_size bytes where response pieces land on their way to this
+  // client. Kept across its requests (one exchange at a time uses it): a
+  // buffer per exchange cost malloc a heap trim (brk) every few requests.
+  char* piece_buffer() {
+    if (!m_piece) {
+      m_piece.reset(new char[k_piece_size]); // not zero-filled: pages are touched only as data lands
+    }
+    return m_piece.get();
+  }
+
+private:
+  std::unique_ptr<char[]> m_piece;
 };
 
 // "connect error" / "connect" (chain) for a transport failure.
@@ -117,7 +134,7 @@ private:
 
   // ---- deadlines, the client, cancellation (exchange_events.cpp)
   void arm_deadline(Watchdog::Kind kind, milliseconds limit);
-  void on_timer(const ErrorCode& ec);
+  void on_timer();
   void on_deadline();
   void watch_client();
   void on_client_readable(const ErrorCode& ec);
@@ -157,9 +174,8 @@ private:
   bool m_head_sent = false;
   bool m_close_after = false;
   Framing m_framing = Framing::chunked;
-  std::unique_ptr<char[]> m_piece;
 
-  Timer m_timer;
+  DeadlineTimer m_timer;
   Watchdog m_watchdog;
   RequestRecord m_record;
 };

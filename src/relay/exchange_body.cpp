@@ -19,10 +19,9 @@ namespace {
 using namespace std::chrono;
 
 // How much of a 200 event stream is held back while looking for its first
-// event, how much of an error body is kept, and the size of one relayed piece.
+// event, and how much of an error body is kept.
 constexpr std::size_t k_probe_limit = 64 * 1024;
 constexpr std::size_t k_error_body_limit = 1024 * 1024;
-constexpr std::size_t k_piece_size = 64 * 1024;
 
 bool is_event_stream(const http::response_header<>& head) {
   std::string_view type = head[http::field::content_type];
@@ -55,11 +54,8 @@ void Exchange::on_response_head() {
 }
 
 void Exchange::read_piece() {
-  if (!m_piece) {
-    m_piece.reset(new char[k_piece_size]); // not zero-filled: pages are touched only as data lands
-  }
   ResponseParser& parser = *m_attempt.parser;
-  parser.get().body().data = m_piece.get();
+  parser.get().body().data = m_client->piece_buffer();
   parser.get().body().size = k_piece_size;
   m_attempt.conn->with_stream([&](auto& stream) {
     http::async_read_some(
@@ -76,7 +72,7 @@ void Exchange::on_piece(unsigned generation, const ErrorCode& error) {
   ErrorCode ec = error == http::error::need_buffer ? ErrorCode{} : error;
   ResponseParser& parser = *m_attempt.parser;
   std::size_t n = k_piece_size - parser.get().body().size;
-  std::string_view piece(m_piece.get(), n);
+  std::string_view piece(m_client->piece_buffer(), n);
   if (ec) {
     if (m_phase == Phase::streaming) {
       stream_failed(fmt::format("upstream {} after {} bytes", ec.message(), m_record.bytes));
@@ -143,7 +139,7 @@ void Exchange::take_error_piece(std::string_view piece, bool done) {
 void Exchange::take_probe_piece(std::string_view piece, bool done) {
   Attempt& a = m_attempt;
   if (a.held.empty()) { // keep-alive comments before the first event count as a live upstream
-    m_watchdog.start(Watchdog::Kind::idle, m_context.clock.now(), m_config.upstream.idle_timeout);
+    arm_deadline(Watchdog::Kind::idle, m_config.upstream.idle_timeout);
   }
   a.held.append(piece);
   bool readable = a.decoder->feed(piece, a.decoded, k_probe_limit);

@@ -100,20 +100,19 @@ void Exchange::apply_health(const policy::Outcome& outcome, const policy::Verdic
 }
 
 // One timer per exchange. Progress only moves the watchdog's deadline; the
-// timer, when it fires early, re-arms itself for the new one.
+// timer is touched only when a deadline moves earlier, and a wait that fires
+// early asks for the current one.
 void Exchange::arm_deadline(Watchdog::Kind kind, milliseconds limit) {
   m_watchdog.start(kind, m_context.clock.now(), limit);
-  m_timer.expires_at(m_watchdog.due());
-  m_timer.async_wait([self = shared_from_this()](const ErrorCode& ec) { self->on_timer(ec); });
+  m_timer.arm(m_watchdog.due(), [self = shared_from_this()] { self->on_timer(); });
 }
 
-void Exchange::on_timer(const ErrorCode& ec) {
-  if (ec || m_phase == Phase::done || m_watchdog.kind() == Watchdog::Kind::none) {
-    return; // cancelled or re-armed: a newer wait is pending
+void Exchange::on_timer() {
+  if (m_phase == Phase::done || m_watchdog.kind() == Watchdog::Kind::none) {
+    return; // nothing to wait for until the next arm_deadline
   }
   if (!m_watchdog.expired(m_context.clock.now())) {
-    m_timer.expires_at(m_watchdog.due());
-    m_timer.async_wait([self = shared_from_this()](const ErrorCode& e) { self->on_timer(e); });
+    m_timer.arm(m_watchdog.due(), [self = shared_from_this()] { self->on_timer(); });
     return;
   }
   on_deadline();

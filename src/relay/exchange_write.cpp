@@ -53,7 +53,7 @@ void Exchange::commit(std::string_view first, bool done) {
   m_record.status = status;
   m_record.stream = m_framing == Framing::chunked || m_framing == Framing::close;
   m_phase = Phase::streaming;
-  m_watchdog.start(Watchdog::Kind::idle, m_context.clock.now(), m_config.upstream.idle_timeout);
+  arm_deadline(Watchdog::Kind::idle, m_config.upstream.idle_timeout); // may be earlier than the first-byte one
   write_piece(first, done);
 }
 

@@ -15,6 +15,11 @@ namespace {
 // Providers close idle connections after a while; an old one would likely
 // fail on first use and cost a retry.
 constexpr auto k_max_idle_age = std::chrono::seconds(20);
+// A connection idle for less than this was in use a moment ago: its upstream
+// has not timed it out, and if it closed it all the same, the attempt fails
+// before any byte and is retried on a fresh connection. Peeking at it would
+// cost a system call per request on a busy pool; older ones are peeked at.
+constexpr auto k_peek_after = std::chrono::seconds(1);
 constexpr std::size_t k_max_idle_per_origin = 64;
 
 // The name check happens inside OpenSSL during the handshake: subjectAltNames
@@ -119,9 +124,12 @@ void UpstreamConn::close() {
   }
 }
 
-bool UpstreamConn::looks_alive() {
+bool UpstreamConn::looks_alive(bool peek) {
   if (!socket().is_open() || m_buffer.size() != 0) {
     return false;
+  }
+  if (!peek) {
+    return true;
   }
   char byte = 0;
   ssize_t n = ::recv(socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -144,7 +152,8 @@ std::shared_ptr<UpstreamConn> UpstreamPool::take_idle(const std::string& origin)
   while (!it->second.empty()) {
     std::shared_ptr<UpstreamConn> conn = std::move(it->second.back());
     it->second.pop_back();
-    if (now - conn->idle_since < k_max_idle_age && conn->looks_alive()) {
+    auto idle = now - conn->idle_since;
+    if (idle < k_max_idle_age && conn->looks_alive(idle >= k_peek_after)) {
       return conn;
     }
     conn->close();

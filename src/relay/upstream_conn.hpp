@@ -44,8 +44,9 @@ public:
 
   // Close now: pending operations finish with operation_aborted.
   void close();
-  // For an idle connection: no EOF, error or stray bytes are waiting on it.
-  bool looks_alive();
+  // For an idle connection: open, nothing left over from its last response,
+  // and, with `peek`, no EOF, error or stray bytes waiting in the socket.
+  bool looks_alive(bool peek);
 
   std::chrono::steady_clock::time_point idle_since{};
 

@@ -5,6 +5,7 @@
 // for its head costs a socket, a buffer and a timer: never a thread, and
 // never another connection's time.
 #include "relay/beast.hpp"
+#include "relay/deadline_timer.hpp"
 #include "relay/exchange.hpp"
 
 #include <memory>
@@ -44,7 +45,7 @@ private:
   void answer_locally(std::string bytes, bool keep_alive);
   void refuse(int status, std::string_view message);
   void arm_timer(std::chrono::milliseconds limit);
-  void on_timer(const relay::ErrorCode& ec);
+  void on_timer();
   void linger_close();
   void discard();
   void on_discarded(const relay::ErrorCode& ec, std::size_t n);
@@ -58,7 +59,7 @@ private:
   std::shared_ptr<const relay::PoolState> m_state; // the pool this request is served from
   std::shared_ptr<relay::Exchange> m_exchange;
   std::string m_out; // bytes being written (a local answer, 100 Continue)
-  relay::Timer m_timer;
+  relay::DeadlineTimer m_timer;
   std::chrono::steady_clock::time_point m_deadline{};
   int m_requests = 0;
   std::size_t m_lingered = 0; // bytes discarded while closing
