@@ -152,9 +152,10 @@ bool ShimServer::reload() {
     util::log_warn("reload: listen changed to {} but keyshim stays on {} until restarted",
                    next->config->server.listen.text(), m_listen.text());
   }
+  // Publish first: "reloaded" must mean that the next request sees the new pool.
+  publish(next);
   util::log_info("reloaded {}: {} keys", m_options.config_path, next->config->keys.size());
   log_key_table(*next->config);
-  publish(std::move(next));
   return true;
 }
 
