@@ -39,9 +39,14 @@ class Downstream {
 public:
   virtual ~Downstream() = default;
   virtual Socket& socket() = 0;
-  // The exchange is over. `keep_alive`: the connection may read the next
-  // request; otherwise it must close.
-  virtual void exchange_finished(bool keep_alive) = 0;
+
+  // What the connection does once an exchange is over.
+  enum class Next {
+    request, // read the next request (keep-alive)
+    close,   // the answer is complete but the connection ends: close gently
+    drop,    // the client left, or its answer was cut: close now, nothing to linger for
+  };
+  virtual void exchange_finished(Next next) = 0;
 
   // k_piece_size bytes where response pieces land on their way to this
   // client. Kept across its requests (one exchange at a time uses it): a
@@ -130,7 +135,7 @@ private:
   void stream_failed(const std::string& why);
   void answer(const Answer& answer);
   void on_answer_written(const ErrorCode& ec, bool close);
-  void finish(bool keep_alive);
+  void finish(Downstream::Next next);
 
   // ---- deadlines, the client, cancellation (exchange_events.cpp)
   void arm_deadline(Watchdog::Kind kind, milliseconds limit);

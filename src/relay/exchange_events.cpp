@@ -169,6 +169,7 @@ void Exchange::on_client_readable(const ErrorCode& ec) {
     m_watching_client = false; // a pipelined request: the client is still there
     return;
   }
+  m_record.client_left = true;
   cancel(m_phase == Phase::streaming ? "client went away mid-stream"
                                      : "client closed the connection before the response started");
 }
@@ -182,9 +183,7 @@ void Exchange::cancel(const std::string& why) {
   }
   m_record.error = why;
   drop_connection();
-  ErrorCode ignored;
-  m_client->socket().shutdown(tcp::socket::shutdown_both, ignored);
-  finish(false);
+  finish(Downstream::Next::drop);
 }
 
 void Exchange::abort(const std::string& why) {

@@ -53,7 +53,8 @@ void Exchange::commit(std::string_view first, bool done) {
   m_record.status = status;
   m_record.stream = m_framing == Framing::chunked || m_framing == Framing::close;
   m_phase = Phase::streaming;
-  arm_deadline(Watchdog::Kind::idle, m_config.upstream.idle_timeout); // may be earlier than the first-byte one
+  arm_deadline(Watchdog::Kind::idle,
+               m_config.upstream.idle_timeout); // may be earlier than the first-byte one
   write_piece(first, done);
 }
 
@@ -88,8 +89,9 @@ void Exchange::on_piece_written(const ErrorCode& ec, std::size_t bytes, bool las
   }
   if (ec) {
     m_record.error = "client went away mid-stream";
+    m_record.client_left = true;
     drop_connection();
-    finish(false);
+    finish(Downstream::Next::drop);
     return;
   }
   m_record.bytes += bytes;
@@ -104,7 +106,7 @@ void Exchange::on_piece_written(const ErrorCode& ec, std::size_t bytes, bool las
   } else {
     drop_connection();
   }
-  finish(!m_close_after);
+  finish(m_close_after ? Downstream::Next::close : Downstream::Next::request);
 }
 
 // After the commit point a failure can no longer move to another key: the
@@ -115,9 +117,7 @@ void Exchange::stream_failed(const std::string& why) {
   m_record.error = why;
   util::log_debug("closing stream: {}", why);
   drop_connection();
-  ErrorCode ignored;
-  m_client->socket().shutdown(tcp::socket::shutdown_both, ignored);
-  finish(false);
+  finish(Downstream::Next::drop);
 }
 
 void Exchange::answer(const Answer& answer) {
@@ -143,11 +143,14 @@ void Exchange::on_answer_written(const ErrorCode& ec, bool close) {
   }
   if (ec) {
     m_record.error = "client went away before the answer";
+    m_record.client_left = true;
+    finish(Downstream::Next::drop);
+    return;
   }
-  finish(!ec && !close);
+  finish(close ? Downstream::Next::close : Downstream::Next::request);
 }
 
-void Exchange::finish(bool keep_alive) {
+void Exchange::finish(Downstream::Next next) {
   if (m_phase == Phase::done) {
     return;
   }
@@ -166,7 +169,7 @@ void Exchange::finish(bool keep_alive) {
     m_client->socket().cancel(ignored); // ends the hang-up watch; nothing else is pending
     m_watching_client = false;
   }
-  m_client->exchange_finished(keep_alive);
+  m_client->exchange_finished(next);
 }
 
 } // namespace keyshim::relay

@@ -45,7 +45,8 @@ std::string format_request_text(const RequestRecord& r) {
 
 void log_request(const RequestRecord& r) {
   util::Logger& logger = util::Logger::instance();
-  util::LogLevel level = r.error.empty() ? util::LogLevel::info : util::LogLevel::warn;
+  // A client that hangs up (Ctrl-C in a CLI) is routine, as nginx's 499 is.
+  util::LogLevel level = r.error.empty() || r.client_left ? util::LogLevel::info : util::LogLevel::warn;
   if (!logger.enabled(level)) {
     return;
   }

@@ -19,9 +19,10 @@ struct RequestRecord {
   std::vector<std::string> chain; // "label:status" or "label:connect error" per attempt
   std::optional<std::chrono::milliseconds> ttfb;
   std::chrono::milliseconds duration{0};
-  std::uint64_t bytes = 0; // body bytes written to the client
-  bool stream = false;     // sent chunked as it arrived
-  std::string error;       // why it ended abnormally, "" when it did not
+  std::uint64_t bytes = 0;  // body bytes written to the client
+  bool stream = false;      // sent chunked as it arrived
+  std::string error;        // why it ended abnormally, "" when it did not
+  bool client_left = false; // the client hung up: its own doing, not a warning
 };
 
 // Write `record` through util::Logger in the configured format.

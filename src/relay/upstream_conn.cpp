@@ -117,8 +117,7 @@ void UpstreamConn::on_handshake(const ErrorCode& ec) {
 
 void UpstreamConn::close() {
   ErrorCode ignored;
-  socket().shutdown(tcp::socket::shutdown_both, ignored);
-  socket().close(ignored);
+  socket().close(ignored); // aborts pending operations and sends the FIN
   if (m_resolver) {
     m_resolver->cancel();
   }

@@ -204,10 +204,12 @@ void Connection::dispatch() {
   m_exchange->start();
 }
 
-void Connection::exchange_finished(bool keep_alive) {
+void Connection::exchange_finished(Next next) {
   m_server.request_finished();
   m_exchange.reset(); // the exchange's own handler still holds it while this runs
-  if (keep_alive && !m_draining) {
+  if (next == Next::drop) {
+    close();
+  } else if (next == Next::request && !m_draining) {
     read_head();
   } else {
     linger_close();
@@ -310,8 +312,7 @@ void Connection::close() {
   m_phase = Phase::closed;
   m_timer.cancel();
   ErrorCode ignored;
-  m_socket.shutdown(relay::tcp::socket::shutdown_both, ignored);
-  m_socket.close(ignored);
+  m_socket.close(ignored); // sends the FIN itself: a shutdown first is a wasted call
 }
 
 void Connection::drain() {

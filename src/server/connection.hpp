@@ -28,7 +28,7 @@ public:
   void abort();
 
   relay::Socket& socket() override { return m_socket; }
-  void exchange_finished(bool keep_alive) override;
+  void exchange_finished(Next next) override;
 
 private:
   enum class Phase { reading_head, reading_body, continuing, exchanging, answering, closing, closed };

@@ -104,6 +104,29 @@ TEST(Streaming, IdleUpstreamAfterCommitEndsTheResponseAbnormally) {
   EXPECT_TRUE(upstream.wait_for_hangups(1));
 }
 
+// Commit switches the deadline from first_byte_timeout to idle_timeout,
+// which is usually earlier (defaults 10m and 5m): the timer must follow it.
+// An event stream is probed first, anything else commits on its first bytes:
+// both paths switch the deadline.
+TEST(Streaming, StalledStreamIsCutAtTheIdleTimeoutEvenWhenTheFirstByteTimeoutIsLonger) {
+  for (const char* type : {"text/event-stream", "application/x-ndjson"}) {
+    FakeUpstream upstream;
+    Scripted s = sse({"data: {\"n\":1}\n\n", "data: {\"n\":2}\n\n"});
+    s.headers = {{"Content-Type", type}};
+    s.piece_delay = std::chrono::seconds(30);
+    upstream.push(s);
+    Shim shim(
+        pool_toml(1, "connect_timeout = \"60s\"\nfirst_byte_timeout = \"60s\"\nidle_timeout = \"300ms\"\n"),
+        upstream.base_url());
+    RawConnection conn(shim.port());
+    conn.send(stream_request());
+    ASSERT_TRUE(conn.read_to_close(10s)) << type << ": the stalled stream was not cut at idle_timeout";
+    RawResponse res = parse_response(conn.received());
+    EXPECT_FALSE(res.complete) << type;
+    EXPECT_EQ(res.body, "data: {\"n\":1}\n\n") << type;
+  }
+}
+
 TEST(Streaming, SilenceShorterThanIdleTimeoutIsTolerated) {
   FakeUpstream upstream;
   Scripted s = sse({"data: {\"n\":1}\n\n", "data: {\"n\":2}\n\n"});
@@ -130,6 +153,24 @@ TEST(Streaming, ClientLeavingMidStreamCancelsTheUpstream) {
   auto started = std::chrono::steady_clock::now();
   ASSERT_TRUE(upstream.wait_for_hangups(1, 5s));
   EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
+}
+
+// Pressing Ctrl-C in a CLI is routine: it is logged, but not as a warning,
+// so `serve -q` stays quiet about it (nginx logs its 499 the same way).
+TEST(Streaming, ClientLeavingMidStreamIsLoggedAsInfoNotAsAWarning) {
+  LogCapture log(util::LogLevel::info);
+  FakeUpstream upstream;
+  Scripted s = sse({"data: {\"n\":1}\n\n", "data: {\"n\":2}\n\n"});
+  s.hold_after_first_piece = true;
+  upstream.push(s);
+  Shim shim(pool_toml(1), upstream.base_url());
+  {
+    RawConnection conn(shim.port());
+    conn.send(stream_request());
+    ASSERT_TRUE(conn.read_until("\"n\":1", 10s));
+  } // the client hangs up
+  ASSERT_TRUE(log.wait_for("client went away mid-stream")) << log.text();
+  EXPECT_EQ(log.text().find("warn: POST"), std::string::npos) << log.text();
 }
 
 TEST(Streaming, ClientLeavingBeforeTheFirstByteCancelsTheUpstreamAndBlamesNoKey) {
