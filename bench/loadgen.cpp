@@ -18,6 +18,8 @@
 //            one request on a fresh connection, without and with N idle ones
 //   bulk     --port P --streams K --size S --seconds S [--warmup S] [--pids]
 //            /sse?gap_us=0 streams: body bytes per second, CPU s per GB
+#include "bench_text.hpp"
+
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
@@ -238,23 +240,6 @@ struct Resp {
   }
 };
 
-bool ieq_prefix(const char* s, size_t len, const char* prefix) {
-  size_t plen = strlen(prefix);
-  if (len < plen) {
-    return false;
-  }
-  for (size_t i = 0; i < plen; i++) {
-    char a = s[i];
-    if (a >= 'A' && a <= 'Z') {
-      a = static_cast<char>(a - 'A' + 'a');
-    }
-    if (a != prefix[i]) {
-      return false;
-    }
-  }
-  return true;
-}
-
 void parse_head(Resp& r) {
   const std::string& h = r.buf;
   if (h.size() < 12 || h.compare(0, 5, "HTTP/") != 0) {
@@ -286,13 +271,13 @@ void parse_head(Resp& r) {
         v++;
       }
       size_t vlen = static_cast<size_t>(line + len - v);
-      if (nlen == 14 && ieq_prefix(line, nlen, "content-length")) {
+      if (nlen == 14 && iequal_prefix(line, nlen, "content-length")) {
         have_length = true;
         length = strtoull(v, nullptr, 10);
-      } else if (nlen == 17 && ieq_prefix(line, nlen, "transfer-encoding")) {
-        chunked = vlen >= 7 && ieq_prefix(v + vlen - 7, 7, "chunked");
-      } else if (nlen == 10 && ieq_prefix(line, nlen, "connection")) {
-        r.close = ieq_prefix(v, vlen, "close");
+      } else if (nlen == 17 && iequal_prefix(line, nlen, "transfer-encoding")) {
+        chunked = vlen >= 7 && iequal_prefix(v + vlen - 7, 7, "chunked");
+      } else if (nlen == 10 && iequal_prefix(line, nlen, "connection")) {
+        r.close = iequal_prefix(v, vlen, "close");
       }
     }
     pos = end;
@@ -518,6 +503,18 @@ public:
     c.got_first = false;
     c.t_sent = now_ns();
     write_some(i);
+  }
+
+  // After a complete response: close when the run is over, reconnect when
+  // the server closes, else send `req` again on the kept-alive connection.
+  void next_or_close(size_t i, bool over, const std::string& req) {
+    if (over) {
+      close_conn(i);
+    } else if (m_conns[i].resp.close) {
+      open_conn(i);
+    } else {
+      send(i, req);
+    }
   }
 
   // Runs until the driver is finished or the deadline passes. Returns false
@@ -753,13 +750,7 @@ public:
       m_count++;
       m_lat.push_back(now - c.t_sent);
     }
-    if (now >= m_win.end) {
-      m_e.close_conn(i);
-    } else if (c.resp.close) {
-      m_e.open_conn(i);
-    } else {
-      m_e.send(i, m_req);
-    }
+    m_e.next_or_close(i, now >= m_win.end, m_req);
   }
   void on_closed(size_t i, uint64_t now, bool error) override {
     if (error) {
@@ -807,13 +798,7 @@ public:
       m_ttfb.push_back(c.t_first - c.t_sent);
       m_lat.push_back(now - c.t_sent);
     }
-    if (finished(now)) {
-      m_e.close_conn(i);
-    } else if (c.resp.close) {
-      m_e.open_conn(i);
-    } else {
-      m_e.send(i, m_req);
-    }
+    m_e.next_or_close(i, finished(now), m_req);
   }
   void on_closed(size_t i, uint64_t now, bool error) override {
     if (error) {
@@ -1093,13 +1078,7 @@ public:
       m_bad++;
     }
     m_streams++;
-    if (now >= m_win.end) {
-      m_e.close_conn(i);
-    } else if (c.resp.close) {
-      m_e.open_conn(i);
-    } else {
-      m_e.send(i, m_req);
-    }
+    m_e.next_or_close(i, now >= m_win.end, m_req);
   }
   void on_closed(size_t i, uint64_t now, bool error) override {
     if (error) {
@@ -1180,16 +1159,22 @@ uint64_t deadline_of(const Options& o) {
   return now_ns() + static_cast<uint64_t>(o.timeout * 1e9);
 }
 
-int cmd_rps(const Options& o) {
+// The closed-loop modes: open all `n` connections at once, run the driver
+// (built from the engine, the options and the start time) to its end.
+template <class D> int run_open_loop(const Options& o, int n) {
   uint64_t t0 = now_ns();
-  Engine e(o.port, static_cast<size_t>(o.conc));
-  Rps d(e, o, t0);
+  Engine e(o.port, static_cast<size_t>(n));
+  D d(e, o, t0);
   for (size_t i = 0; i < e.size(); i++) {
     e.open_conn(i);
   }
   e.run(d, deadline_of(o));
   d.report();
   return 0;
+}
+
+int cmd_rps(const Options& o) {
+  return run_open_loop<Rps>(o, o.conc);
 }
 
 int cmd_seq(const Options& o) {
@@ -1274,15 +1259,7 @@ int cmd_silent(const Options& o) {
 }
 
 int cmd_bulk(const Options& o) {
-  uint64_t t0 = now_ns();
-  Engine e(o.port, static_cast<size_t>(o.streams));
-  Bulk d(e, o, t0);
-  for (size_t i = 0; i < e.size(); i++) {
-    e.open_conn(i);
-  }
-  e.run(d, deadline_of(o));
-  d.report();
-  return 0;
+  return run_open_loop<Bulk>(o, o.streams);
 }
 
 void usage() {

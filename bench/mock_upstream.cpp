@@ -24,6 +24,8 @@
 //   bench_mock_upstream [--port N] [--max-seconds S]
 // prints "port=N" on stdout once listening; exits on SIGTERM/SIGINT, when
 // its parent dies, or after --max-seconds (default 3600).
+#include "bench_text.hpp"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -166,23 +168,6 @@ uint64_t query_u64(const char* q, size_t qlen, const char* name) {
     i = end + 1;
   }
   return 0;
-}
-
-bool iequal_prefix(const char* s, size_t len, const char* prefix) {
-  size_t plen = strlen(prefix);
-  if (len < plen) {
-    return false;
-  }
-  for (size_t i = 0; i < plen; i++) {
-    char a = s[i];
-    if (a >= 'A' && a <= 'Z') {
-      a = static_cast<char>(a - 'A' + 'a');
-    }
-    if (a != prefix[i]) {
-      return false;
-    }
-  }
-  return true;
 }
 
 // Value of a header line after the colon, without surrounding blanks.

@@ -526,18 +526,17 @@ header "TTFB, keep-alive, one request at a time, median of $rounds rounds, µs (
 row3 "p50" ttfb no
 row3 "p99" ttfb99 no
 row_added "p50 added over direct" ttfb
-header "$held_small held streams (target: all; time ≤ 2 × direct)"
-row3 "completed" h1k_done no
-row3 "s until every stream had a byte" h1k_time
-row3 "s to the last first byte seen" h1k_max no
-row "time / direct" "" "$(ratio "$(val h1k_time keyshim)" "$(val h1k_time direct)")" \
-  "$(ratio "$(val h1k_time nginx)" "$(val h1k_time direct)")" ""
-header "$held_big held streams (target: all; time ≤ 2 × direct)"
-row3 "completed" h10k_done no
-row3 "s until every stream had a byte" h10k_time
-row3 "s to the last first byte seen" h10k_max no
-row "time / direct" "" "$(ratio "$(val h10k_time keyshim)" "$(val h10k_time direct)")" \
-  "$(ratio "$(val h10k_time nginx)" "$(val h10k_time direct)")" ""
+# held_table COUNT PREFIX: the table of one held-streams phase (h1k, h10k).
+held_table() {
+  header "$1 held streams (target: all; time ≤ 2 × direct)"
+  row3 "completed" "$2_done" no
+  row3 "s until every stream had a byte" "$2_time"
+  row3 "s to the last first byte seen" "$2_max" no
+  row "time / direct" "" "$(ratio "$(val "$2_time" keyshim)" "$(val "$2_time" direct)")" \
+    "$(ratio "$(val "$2_time" nginx)" "$(val "$2_time" direct)")" ""
+}
+held_table "$held_small" h1k
+held_table "$held_big" h10k
 header "memory (VmRSS, nginx: master + worker) and threads (target: peak ≤ nginx's; idle ≤ 6 MiB, ≤ 3 threads)"
 row3 "peak RSS at $held_small held, MiB" h1k_rss
 row "  nginx: the worker alone" "" "" "$(val h1k_rss_worker nginx)" "$(ratio "$(val h1k_rss keyshim)" "$(val h1k_rss_worker nginx)")"
