@@ -114,14 +114,32 @@ template <std::size_t N> bool is_one_of(std::string_view name, const std::array<
   return false;
 }
 
-// Assemble a UTC time point, rejecting impossible dates ("Feb 30") and times.
-std::optional<util::TimePoint> make_time(int y, unsigned mon, unsigned d, int h, int min, int s, int ms = 0) {
+using UtcMillis = sys_time<milliseconds>;
+
+// Assemble a UTC time, rejecting impossible dates ("Feb 30") and times. In
+// milliseconds, which hold every four-digit year; util::TimePoint does not.
+std::optional<UtcMillis> make_time(int y, unsigned mon, unsigned d, int h, int min, int s, int ms = 0) {
   year_month_day date{year{y}, month{mon}, day{d}};
   // 60 is a leap second; it reads as the next minute's first second.
   if (!date.ok() || h > 23 || min > 59 || s > 60) {
     return std::nullopt;
   }
-  return util::TimePoint(sys_days(date)) + hours(h) + minutes(min) + seconds(s) + milliseconds(ms);
+  return UtcMillis(sys_days(date)) + hours(h) + minutes(min) + seconds(s) + milliseconds(ms);
+}
+
+// util::TimePoint counts nanoseconds and ends in 2262. A later date clamps to
+// its end instead of wrapping: a wrapped "Retry-After: ... 2500" read as a
+// date in the past, a one-second cooldown for a provider that asked for ages.
+util::TimePoint to_time_point(UtcMillis when) {
+  constexpr UtcMillis k_latest = time_point_cast<milliseconds>(util::TimePoint::max());
+  constexpr UtcMillis k_earliest = time_point_cast<milliseconds>(util::TimePoint::min());
+  if (when > k_latest) {
+    return util::TimePoint::max();
+  }
+  if (when < k_earliest) {
+    return util::TimePoint::min();
+  }
+  return time_point_cast<util::TimePoint::duration>(when);
 }
 
 // "HH:MM:SS"
@@ -145,7 +163,7 @@ bool read_clock(Cursor& in, int& h, int& min, int& s) {
 }
 
 // IMF-fixdate after the weekday: ", 06 Nov 1994 08:49:37 GMT"
-std::optional<util::TimePoint> imf_fixdate(Cursor& in) {
+std::optional<UtcMillis> imf_fixdate(Cursor& in) {
   int h = 0;
   int min = 0;
   int s = 0;
@@ -169,7 +187,7 @@ std::optional<util::TimePoint> imf_fixdate(Cursor& in) {
 }
 
 // RFC 850 after the weekday: ", 06-Nov-94 08:49:37 GMT"
-std::optional<util::TimePoint> rfc850_date(Cursor& in) {
+std::optional<UtcMillis> rfc850_date(Cursor& in) {
   int h = 0;
   int min = 0;
   int s = 0;
@@ -196,7 +214,7 @@ std::optional<util::TimePoint> rfc850_date(Cursor& in) {
 }
 
 // asctime after the weekday: " Nov  6 08:49:37 1994"
-std::optional<util::TimePoint> asctime_date(Cursor& in) {
+std::optional<UtcMillis> asctime_date(Cursor& in) {
   int h = 0;
   int min = 0;
   int s = 0;
@@ -223,7 +241,7 @@ std::optional<util::TimePoint> asctime_date(Cursor& in) {
 std::optional<util::TimePoint> parse_http_date(std::string_view text) {
   Cursor in(detail::trim(text));
   std::string_view weekday = in.word();
-  std::optional<util::TimePoint> result;
+  std::optional<UtcMillis> result;
   if (is_one_of(weekday, k_long_days)) {
     result = rfc850_date(in);
   } else if (is_one_of(weekday, k_short_days)) {
@@ -239,7 +257,7 @@ std::optional<util::TimePoint> parse_http_date(std::string_view text) {
   if (!result || !in.done()) {
     return std::nullopt;
   }
-  return result;
+  return to_time_point(*result);
 }
 
 std::optional<util::TimePoint> parse_rfc3339(std::string_view text) {
@@ -288,7 +306,7 @@ std::optional<util::TimePoint> parse_rfc3339(std::string_view text) {
     return std::nullopt;
   }
   // "12:00+02:00" is 10:00 UTC.
-  return *local - offset;
+  return to_time_point(*local - offset);
 }
 
 } // namespace keyshim::policy

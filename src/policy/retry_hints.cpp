@@ -22,8 +22,13 @@ using detail::is_digit;
 // number conversion far from overflow on hostile input.
 constexpr std::size_t k_max_value_length = 40;
 
+// Compare before subtracting: `when` may be a clamped far past or future
+// (parse_http_date), where `when - now` would overflow.
 milliseconds until(util::TimePoint when, util::TimePoint now) {
-  return std::max(milliseconds(0), duration_cast<milliseconds>(when - now));
+  if (when <= now) {
+    return milliseconds(0);
+  }
+  return duration_cast<milliseconds>(when - now);
 }
 
 // A plain non-negative decimal ("120", "1.5"); nullopt otherwise.
@@ -42,6 +47,14 @@ std::optional<double> parse_number(std::string_view text) {
 milliseconds from_seconds(double seconds) {
   // Clamp before converting: a hostile "1e300"-sized value must not overflow.
   return milliseconds(static_cast<long long>(std::llround(std::min(seconds, 1e12) * 1000.0)));
+}
+
+// An epoch timestamp as a wait from now. In double seconds, which from_seconds
+// clamps: a far-future value must not overflow the nanosecond clock into a
+// short wait.
+milliseconds until_epoch_seconds(double epoch_seconds, util::TimePoint now) {
+  double now_seconds = duration<double>(now.time_since_epoch()).count();
+  return from_seconds(std::max(0.0, epoch_seconds - now_seconds));
 }
 
 std::optional<milliseconds> parse_duration_text(std::string_view text) {
@@ -122,10 +135,10 @@ std::optional<milliseconds> parse_openai_reset(std::string_view value, util::Tim
     return std::nullopt;
   }
   if (*number > 1e12) {
-    return until(util::TimePoint(milliseconds(static_cast<long long>(*number))), now);
+    return until_epoch_seconds(*number / 1000.0, now);
   }
   if (*number > 1e9) {
-    return until(util::TimePoint(seconds(static_cast<long long>(*number))), now);
+    return until_epoch_seconds(*number, now);
   }
   return from_seconds(*number);
 }

@@ -26,8 +26,10 @@ std::optional<RetryHint> find_retry_hint(const std::vector<Header>& headers, std
 util::TimePoint next_daily_reset(util::TimePoint now);
 
 // RFC 9110 HTTP-date (IMF-fixdate, and the obsolete RFC 850 / asctime forms).
+// Dates beyond util::TimePoint's range (after 2262) clamp to its end, never wrap.
 std::optional<util::TimePoint> parse_http_date(std::string_view text);
 // RFC 3339 timestamp, e.g. "2026-11-29T21:40:01Z" or with offset/fraction.
+// Clamps like parse_http_date.
 std::optional<util::TimePoint> parse_rfc3339(std::string_view text);
 
 } // namespace keyshim::policy

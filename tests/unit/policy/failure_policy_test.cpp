@@ -196,6 +196,18 @@ TEST_F(FailurePolicyTest, RateLimitHintIsCappedAtMaxCooldown) {
   EXPECT_EQ(verdict.cooldown, std::chrono::hours(2));
 }
 
+TEST_F(FailurePolicyTest, RateLimitDatePastYear2262IsCappedAtMaxCooldownNotWrapped) {
+  for (const char* date :
+       {"Fri, 01 Jan 2500 00:00:00 GMT", "Wed, 01 Jan 3000 00:00:00 GMT", "Fri, 31 Dec 9999 23:59:59 GMT"}) {
+    Verdict verdict = classify_now(response(429, {{"Retry-After", date}}));
+    EXPECT_EQ(verdict.cooldown, m_limits.max_cooldown) << date;
+    EXPECT_EQ(verdict.reason, "429 Retry-After") << date;
+  }
+  Verdict verdict =
+      classify_now(response(429, {{"anthropic-ratelimit-requests-reset", "9999-12-31T23:59:59Z"}}));
+  EXPECT_EQ(verdict.cooldown, m_limits.max_cooldown);
+}
+
 TEST_F(FailurePolicyTest, RateLimitHintInThePastCoolsForAFloorOfOneSecond) {
   EXPECT_EQ(classify_now(response(429, {{"Retry-After", "0"}})).cooldown, 1s);
   EXPECT_EQ(classify_now(response(429, {{"Retry-After", "Sun, 29 Nov 2026 11:00:00 GMT"}})).cooldown, 1s);

@@ -41,6 +41,24 @@ TEST(HttpDate, RejectsMalformedDates) {
   }
 }
 
+// util::TimePoint counts nanoseconds and ends in April 2262.
+TEST(HttpDate, DatesPastTheClockRangeClampToItsEndInsteadOfWrapping) {
+  for (const char* text : {"Fri, 01 Jan 2500 00:00:00 GMT", "Wed, 01 Jan 3000 00:00:00 GMT",
+                           "Fri, 31 Dec 9999 23:59:59 GMT", "Fri Dec 31 23:59:59 9999"}) {
+    EXPECT_EQ(parse_http_date(text), util::TimePoint::max()) << text;
+  }
+}
+
+TEST(HttpDate, DatesBeforeTheClockRangeClampToItsStart) {
+  EXPECT_EQ(parse_http_date("Mon, 01 Jan 0001 00:00:00 GMT"), util::TimePoint::min());
+}
+
+TEST(Rfc3339, TimestampsPastTheClockRangeClampToItsEnd) {
+  EXPECT_EQ(parse_rfc3339("2500-01-01T00:00:00Z"), util::TimePoint::max());
+  EXPECT_EQ(parse_rfc3339("9999-12-31T23:59:59.999-23:59"), util::TimePoint::max());
+  EXPECT_EQ(parse_rfc3339("0000-01-01T00:00:00+23:59"), util::TimePoint::min());
+}
+
 TEST(Rfc3339, ParsesUtcTimestamps) {
   EXPECT_EQ(parse_rfc3339("2026-11-29T21:40:01Z"), at(2026, 11, 29, 21, 40, 1));
   EXPECT_EQ(parse_rfc3339("2026-11-29t21:40:01z"), at(2026, 11, 29, 21, 40, 1));

@@ -135,6 +135,15 @@ TEST_F(RetryHintsTest, OpenAICompatibleResetAsSecondsOrEpoch) {
   EXPECT_EQ(hint({{"x-ratelimit-reset-requests", std::to_string(epoch)}})->wait, 90s);
 }
 
+TEST_F(RetryHintsTest, EpochResetsPastTheClockRangeAreLongWaitsNotWrapped) {
+  // Seconds of year ~31700 and milliseconds of year ~318000: beyond 2262 in nanoseconds.
+  for (const char* reset : {"999999999999", "9999999999999999", "99999999999999999999999999999999"}) {
+    auto h = hint({{"x-ratelimit-reset-requests", reset}});
+    ASSERT_TRUE(h) << reset;
+    EXPECT_GT(h->wait, std::chrono::hours(24 * 365 * 1000)) << reset;
+  }
+}
+
 TEST_F(RetryHintsTest, AnthropicResetTimestamps) {
   for (const char* kind : {"requests", "tokens", "input-tokens", "output-tokens"}) {
     std::string name = std::string("anthropic-ratelimit-") + kind + "-reset";
