@@ -2,6 +2,7 @@
 
 #include "config/decode.hpp"
 #include "config/file_access.hpp"
+#include "config/nesting_limit.hpp"
 #include "config/secret_source.hpp"
 #include "config/settings_table.hpp"
 #include "config/spelling.hpp"
@@ -306,6 +307,11 @@ std::vector<Problem> PoolReader::sorted_problems() {
 } // namespace
 
 LoadResult load_pool_text(const std::string& text, const std::string& path, SecretResolution secrets) {
+  // Before toml++, which recurses per nesting level without a bound: a
+  // hostile header crashed `check` and, on SIGHUP, a running serve.
+  if (std::optional<NestingProblem> deep = find_deep_nesting(text)) {
+    return {std::nullopt, {{path, deep->line, deep->column, std::move(deep->message)}}};
+  }
   toml::table root;
   try {
     root = toml::parse(std::string_view(text), std::string_view(path));

@@ -77,6 +77,23 @@ TEST(CheckCommand, BadFileListsEveryProblemWithPositionsAndExitsOne) {
   expect_no_key_material(result);
 }
 
+// issue 9: toml++ recursed once per header part and the check segfaulted.
+TEST(CheckCommand, FiftyThousandPartTableHeaderIsRefusedWithItsPositionNotACrash) {
+  TempDir temp;
+  std::string header = "[a";
+  for (int i = 1; i < 50'000; ++i) {
+    header += ".a";
+  }
+  std::string path =
+      temp.write("keys.toml", "[[keys]]\nkey = \"sk-cli-check-key-one-0001\"\n" + header + "]\n");
+  RunResult result = check(path);
+  EXPECT_EQ(result.term_signal, 0);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find(path + ":3:1: table header nests deeper than 64 levels"), std::string::npos)
+      << result.err.substr(0, 500);
+  expect_no_key_material(result);
+}
+
 TEST(CheckCommand, TooOpenFileIsRefusedWithTheChmodFix) {
   TempDir temp;
   std::string path = temp.write("keys.toml", k_good, 0644);

@@ -221,7 +221,8 @@ TEST_F(StatusCommand, ClientTokenFromTheFileIsSentAndAMismatchIsNamed) {
 }
 
 TEST_F(ReloadCommand, NoInstanceExitsOne) {
-  std::string path = m_dir.write("keys.toml", pool(keyshim::test::unused_loopback_port(), m_upstream.base_url(), two_keys()));
+  std::string path = m_dir.write(
+      "keys.toml", pool(keyshim::test::unused_loopback_port(), m_upstream.base_url(), two_keys()));
   RunResult result = run({"reload", "-c", path});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("no keyshim answering"), std::string::npos) << result.err;
@@ -277,4 +278,22 @@ TEST_F(ReloadCommand, FileTheInstanceRejectsIsReportedAndPointsToItsLog) {
   EXPECT_NE(result.err.find("log"), std::string::npos) << result.err;
   EXPECT_EQ(total_keys(), 2);
   EXPECT_TRUE(m_serve->wait_for_stderr("reload rejected"));
+}
+
+// issue 9: a 50,000-part table header overflowed toml++'s stack and a
+// SIGHUP took the whole instance down. Signalled directly, as a file
+// written behind `reload`'s back would be.
+TEST_F(ReloadCommand, DeeplyNestedFileOnSighupIsRejectedAndTheInstanceKeepsServing) {
+  start();
+  std::string header = "[a";
+  for (int i = 1; i < 50'000; ++i) {
+    header += ".a";
+  }
+  m_dir.write("keys.toml", pool(m_port, m_upstream.base_url(), two_keys()) + header + "]\n");
+  m_serve->send_signal(SIGHUP);
+  ASSERT_TRUE(m_serve->wait_for_stderr("reload rejected")) << m_serve->err().substr(0, 2000);
+  EXPECT_NE(m_serve->err().find("table header nests deeper than 64 levels"), std::string::npos)
+      << m_serve->err().substr(0, 2000);
+  EXPECT_EQ(total_keys(), 2);
+  EXPECT_EQ(forward_one_request(), 200);
 }
