@@ -25,24 +25,84 @@ namespace {
 
 using steady = std::chrono::steady_clock;
 
+// How often a running command is checked for having exited. Its exit does
+// not close the pipe when a grandchild (`sleep 30 &`) holds a copy.
+constexpr int k_exit_check_ms = 10;
+
 int remaining_ms(steady::time_point deadline) {
   auto left = std::chrono::duration_cast<milliseconds>(deadline - steady::now()).count();
-  return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 1000));
+  return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, k_exit_check_ms));
 }
 
-// Wait for `pid` until `deadline`; true with `status` set when it ended.
-bool wait_until(pid_t pid, steady::time_point deadline, int& status) {
+// Whether `pid` has exited, without reaping it: a zombie keeps its pid, and so
+// its process group id, from being reused until we kill the group.
+bool has_exited(pid_t pid) {
+  siginfo_t info{};
+  while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+    if (errno != EINTR) {
+      return true; // ECHILD: already reaped (SIGCHLD ignored)
+    }
+  }
+  return info.si_pid == pid;
+}
+
+enum class PipeState { open, closed, full };
+
+// Everything in the non-blocking pipe right now.
+PipeState read_available(int fd, std::string& output, std::size_t max_output) {
+  char buffer[4096];
   for (;;) {
-    pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid || (done < 0 && errno != EINTR)) {
-      return true;
+    ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got > 0) {
+      output.append(buffer, static_cast<std::size_t>(got));
+      if (output.size() > max_output) {
+        return PipeState::full;
+      }
+    } else if (got < 0 && errno == EINTR) {
+      continue;
+    } else if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return PipeState::open;
+    } else {
+      return PipeState::closed;
+    }
+  }
+}
+
+// Collect stdout until the child exits; "" then, or why it was stopped. The
+// run ends with the child, not with the pipe: what the child wrote before
+// exiting is already in the pipe, and a grandchild's later output is not
+// the key.
+std::string collect_output(pid_t pid, int fd, const CommandLimits& limits, std::string& output) {
+  auto deadline = steady::now() + limits.timeout;
+  bool pipe_open = true;
+  for (;;) {
+    bool exited = has_exited(pid);
+    if (pipe_open) {
+      PipeState state = read_available(fd, output, limits.max_output);
+      if (state == PipeState::full) {
+        return fmt::format("printed more than {} bytes", limits.max_output);
+      }
+      pipe_open = state == PipeState::open;
+    }
+    if (exited) {
+      return "";
     }
     if (steady::now() >= deadline) {
-      return false;
+      return fmt::format("did not finish within {} and was killed", util::format_duration(limits.timeout));
     }
-    // The child closed its stdout but has not exited yet; check again shortly.
-    ::poll(nullptr, 0, 5);
+    pollfd readable{fd, POLLIN, 0};
+    ::poll(&readable, pipe_open ? 1 : 0, remaining_ms(deadline));
   }
+}
+
+// Kill what is left of the command's process group (everything after a
+// timeout, leftover background jobs after an exit), then reap the child.
+int end_process_group(pid_t pid) {
+  ::kill(-pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
 }
 
 // posix_spawn attributes that undo what a daemon may have set up for itself:
@@ -67,7 +127,10 @@ struct SpawnSetup {
       sigaddset(&defaults, sig);
     }
     posix_spawnattr_setsigdefault(&attributes, &defaults);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    // Its own process group, so its leftovers can be killed with it.
+    posix_spawnattr_setpgroup(&attributes, 0);
+    posix_spawnattr_setflags(&attributes,
+                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
   }
   ~SpawnSetup() {
     posix_spawn_file_actions_destroy(&actions);
@@ -132,45 +195,12 @@ SecretOutcome secret_from_command(const std::vector<std::string>& argv, const Co
     return failed(fmt::format("could not be started: {}", errno_text(spawn_error)));
   }
 
-  auto deadline = steady::now() + limits.timeout;
+  ::fcntl(pipe_fds[0], F_SETFL, ::fcntl(pipe_fds[0], F_GETFL) | O_NONBLOCK);
   std::string output;
-  std::string problem;
-  for (;;) {
-    pollfd readable{pipe_fds[0], POLLIN, 0};
-    int ready = ::poll(&readable, 1, remaining_ms(deadline));
-    if (ready < 0 && errno == EINTR) {
-      continue;
-    }
-    if (ready == 0 && steady::now() >= deadline) {
-      problem = fmt::format("did not finish within {} and was killed", util::format_duration(limits.timeout));
-      break;
-    }
-    if (ready <= 0) {
-      continue;
-    }
-    char buffer[4096];
-    ssize_t got = ::read(pipe_fds[0], buffer, sizeof buffer);
-    if (got < 0 && errno == EINTR) {
-      continue;
-    }
-    if (got <= 0) {
-      break;
-    }
-    output.append(buffer, static_cast<std::size_t>(got));
-    if (output.size() > limits.max_output) {
-      problem = fmt::format("printed more than {} bytes", limits.max_output);
-      break;
-    }
-  }
+  std::string problem = collect_output(pid, pipe_fds[0], limits, output);
   ::close(pipe_fds[0]);
-
-  int status = 0;
-  if (!problem.empty() || !wait_until(pid, deadline, status)) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-    if (problem.empty()) {
-      problem = fmt::format("did not finish within {} and was killed", util::format_duration(limits.timeout));
-    }
+  int status = end_process_group(pid);
+  if (!problem.empty()) {
     return failed(problem);
   }
   if (WIFSIGNALED(status)) {

@@ -1,11 +1,51 @@
 #include "config/secret_source.hpp"
+#include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
+#include <string>
+#include <thread>
 
 using namespace keyshim::config;
 using std::chrono::milliseconds;
+
+namespace {
+
+// Alive and not a zombie: a killed orphan stays a zombie until its new
+// parent reaps it, and a container's init may never do that.
+bool is_running(pid_t pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) {
+    return false;
+  }
+  std::string stat = keyshim::test::read_file("/proc/" + std::to_string(pid) + "/stat");
+  std::size_t state = stat.rfind(')');
+  return state != std::string::npos && state + 2 < stat.size() && stat[state + 2] != 'Z' &&
+         stat[state + 2] != 'X';
+}
+
+// SIGKILL is delivered asynchronously: look a bounded number of times.
+bool ends_soon(pid_t pid) {
+  for (int attempt = 0; attempt < 500; ++attempt) {
+    if (!is_running(pid)) {
+      return true;
+    }
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return false;
+}
+
+// The pid a key_cmd's background job wrote to `path`, or 0.
+pid_t pid_in(const std::string& path) {
+  std::string text = keyshim::test::read_file(path);
+  return text.empty() ? 0 : static_cast<pid_t>(std::stol(text));
+}
+
+} // namespace
 
 TEST(KeyEnv, ReadsTheVariable) {
   ::setenv("KEYSHIM_TEST_ENV_KEY", "sk-from-env-1", 1);
@@ -95,6 +135,33 @@ TEST(KeyCmd, CommandThatClosesStdoutButKeepsRunningIsKilledAtTheTimeout) {
   SecretOutcome outcome =
       secret_from_command({"sh", "-c", "exec >&- 2>&-; exec sleep 30"}, {milliseconds(100), 64 * 1024});
   EXPECT_NE(outcome.error.find("did not finish within 100ms"), std::string::npos);
+}
+
+// issue 9: the grandchild kept the pipe open, so the key failed at the
+// timeout although the command had printed it and exited 0.
+TEST(KeyCmd, BackgroundJobHoldingStdoutNeitherDelaysTheKeyNorOutlivesIt) {
+  keyshim::test::TempDir temp;
+  std::string pid_file = temp.path() + "/grandchild.pid";
+  auto started = std::chrono::steady_clock::now();
+  SecretOutcome outcome =
+      secret_from_command({"sh", "-c", "echo sk-from-cmd-grandchild; sleep 30 & echo $! > \"$0\"", pid_file});
+  ASSERT_TRUE(outcome.secret) << outcome.error;
+  EXPECT_TRUE(outcome.secret->equals("sk-from-cmd-grandchild"));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+  pid_t grandchild = pid_in(pid_file);
+  ASSERT_GT(grandchild, 0);
+  EXPECT_TRUE(ends_soon(grandchild)) << "the background job outlived the key command";
+}
+
+TEST(KeyCmd, TimeoutKillsTheWholeProcessGroup) {
+  keyshim::test::TempDir temp;
+  std::string pid_file = temp.path() + "/grandchild.pid";
+  SecretOutcome outcome = secret_from_command({"sh", "-c", "sleep 30 & echo $! > \"$0\"; sleep 30", pid_file},
+                                              {milliseconds(300), 64 * 1024});
+  EXPECT_NE(outcome.error.find("did not finish within 300ms"), std::string::npos) << outcome.error;
+  pid_t grandchild = pid_in(pid_file);
+  ASSERT_GT(grandchild, 0);
+  EXPECT_TRUE(ends_soon(grandchild)) << "the background job outlived the timeout";
 }
 
 TEST(KeyCmd, EndlessOutputIsCutOff) {
