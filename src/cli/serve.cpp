@@ -4,6 +4,7 @@
 #include "server/shim_server.hpp"
 #include "server/signal_watcher.hpp"
 #include "util/log.hpp"
+#include "util/process_memory.hpp"
 
 #include <fmt/format.h>
 
@@ -52,7 +53,13 @@ int run_serve(const ServeFlags& flags) {
   configure_logging(flags);
   raise_descriptor_limit();
 
-  // 2. Options: the pool file, and an explicit --listen that overrides it.
+  // 2. Before any key is read: no core dump and no same-user debugger may
+  //    read the keys out of this process.
+  if (std::string problem = util::protect_process_memory(); !problem.empty()) {
+    util::log_warn("keys in memory are less protected: {}", problem);
+  }
+
+  // 3. Options: the pool file, and an explicit --listen that overrides it.
   server::ServeOptions options;
   options.config_path = resolve_config_path(flags.config);
   if (!flags.listen.empty()) {
@@ -64,12 +71,12 @@ int run_serve(const ServeFlags& flags) {
     options.listen = *listen;
   }
 
-  // 3. Load the pool. A file keyshim cannot use does not stop it: it serves
+  // 4. Load the pool. A file keyshim cannot use does not stop it: it serves
   //    503s that say what is wrong, so the tool pointed at it explains itself.
   server::ShimServer shim(options);
   shim.load();
 
-  // 4. Bind loopback only, refusing anything else.
+  // 5. Bind loopback only, refusing anything else.
   std::string error;
   if (!shim.bind(error)) {
     throw std::runtime_error(error);
@@ -77,7 +84,7 @@ int run_serve(const ServeFlags& flags) {
   util::log_info("keyshim listening on http://{} (pool file {})", shim.listen_address().text(),
                  options.config_path);
 
-  // 5. Serve until SIGINT/SIGTERM has drained the in-flight responses.
+  // 6. Serve until SIGINT/SIGTERM has drained the in-flight responses.
   server::SignalWatcher signals(shim);
   shim.serve();
   util::log_info("stopped");

@@ -200,6 +200,9 @@ SecretOutcome secret_from_command(const std::vector<std::string>& argv, const Co
   std::string problem = collect_output(pid, pipe_fds[0], limits, output);
   ::close(pipe_fds[0]);
   int status = end_process_group(pid);
+  // A Secret at once, so the key's bytes are wiped on every path out of here.
+  util::Secret key(first_line_trimmed(output));
+  util::wipe(output);
   if (!problem.empty()) {
     return failed(problem);
   }
@@ -209,14 +212,13 @@ SecretOutcome secret_from_command(const std::vector<std::string>& argv, const Co
   if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
     return failed(fmt::format("exited with status {}", WEXITSTATUS(status)));
   }
-  std::string key = first_line_trimmed(output);
   if (key.empty()) {
     return failed("printed nothing");
   }
-  if (std::string bad = key_material_problem(key); !bad.empty()) {
+  if (std::string bad = key_material_problem(key.reveal()); !bad.empty()) {
     return failed(fmt::format("printed a first line that {}", bad));
   }
-  return {util::Secret(std::move(key)), ""};
+  return {std::move(key), ""};
 }
 
 } // namespace keyshim::config

@@ -8,6 +8,45 @@
 namespace keyshim::util {
 
 Secret::Secret(std::string value) : m_value(std::move(value)), m_fingerprint(fingerprint_of(m_value)) {
+  wipe(value); // moved from, but a short key's bytes stay in its inline buffer
+}
+
+// A moved-from std::string is empty, yet a short value (up to 15 bytes in
+// libstdc++) was copied out of an inline buffer that still holds it.
+Secret::Secret(Secret&& other) noexcept
+    : m_value(std::move(other.m_value)), m_fingerprint(std::move(other.m_fingerprint)) {
+  wipe(other.m_value);
+}
+
+Secret& Secret::operator=(const Secret& other) {
+  if (this != &other) {
+    wipe(m_value);
+    m_value = other.m_value;
+    m_fingerprint = other.m_fingerprint;
+  }
+  return *this;
+}
+
+Secret& Secret::operator=(Secret&& other) noexcept {
+  if (this != &other) {
+    wipe(m_value);
+    m_value = std::move(other.m_value);
+    m_fingerprint = std::move(other.m_fingerprint);
+    wipe(other.m_value);
+  }
+  return *this;
+}
+
+Secret::~Secret() {
+  wipe(m_value);
+}
+
+void wipe(std::string& buffer) {
+  // resize() to the capacity reaches every byte the buffer owns without
+  // reallocating; cleanse then zeroes them all.
+  buffer.resize(buffer.capacity());
+  OPENSSL_cleanse(buffer.data(), buffer.size());
+  buffer.clear();
 }
 
 bool Secret::equals(std::string_view candidate) const {

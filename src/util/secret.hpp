@@ -11,6 +11,13 @@ class Secret {
 public:
   Secret() = default;
   explicit Secret(std::string value);
+  // Copies and moves leave no key bytes behind in the moved-from or
+  // overwritten buffer, and destruction wipes them (a reload drops old keys).
+  Secret(const Secret& other) = default;
+  Secret(Secret&& other) noexcept;
+  Secret& operator=(const Secret& other);
+  Secret& operator=(Secret&& other) noexcept;
+  ~Secret();
 
   // The key material itself, for the one place that needs it: the header or
   // query parameter of an upstream request, and redaction of echoed keys.
@@ -28,6 +35,10 @@ private:
   std::string m_value;
   std::string m_fingerprint;
 };
+
+// Overwrite every byte `buffer` holds, its whole capacity, in a way the
+// compiler cannot drop as a dead store (OPENSSL_cleanse), and leave it empty.
+void wipe(std::string& buffer);
 
 // fingerprint() for a value that is not (yet) a Secret.
 std::string fingerprint_of(std::string_view value);

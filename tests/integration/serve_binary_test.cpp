@@ -11,8 +11,12 @@
 
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <regex>
 
 namespace keyshim::test {
 namespace {
@@ -116,6 +120,31 @@ TEST_F(ServeBinary, SighupReloadsThePoolFile) {
   serve.send_signal(SIGHUP);
   ASSERT_TRUE(serve.wait_for_stderr("reload rejected")) << serve.err();
   EXPECT_NE(client.Get("/health")->body.find("\"total\":3"), std::string::npos);
+  serve.send_signal(SIGTERM);
+  EXPECT_EQ(serve.wait().exit_code, 0);
+}
+
+// The keys in serve's memory: no core dump, and (visible only to a non-root
+// test run) /proc/PID belongs to root, so same-user processes cannot ptrace
+// serve or read /proc/PID/mem.
+TEST_F(ServeBinary, ServeWritesNoCoreDumpAndIsNotDumpable) {
+  rlimit before{};
+  ASSERT_EQ(::getrlimit(RLIMIT_CORE, &before), 0);
+  rlimit allowed = before; // as a developer's shell with `ulimit -c unlimited` would pass on
+  allowed.rlim_cur = allowed.rlim_max;
+  ASSERT_EQ(::setrlimit(RLIMIT_CORE, &allowed), 0);
+  ChildProcess serve = start(write_pool(pool_toml(1)));
+  ::setrlimit(RLIMIT_CORE, &before);
+
+  std::string proc = "/proc/" + std::to_string(serve.pid());
+  std::string limits = read_file(proc + "/limits");
+  EXPECT_TRUE(std::regex_search(limits, std::regex("Max core file size +0 +0 +bytes"))) << limits;
+  EXPECT_GT(allowed.rlim_cur, 0u) << "the test could not give serve a core limit to drop";
+  struct stat owner {};
+  ASSERT_EQ(::stat(proc.c_str(), &owner), 0);
+  if (::geteuid() != 0) {
+    EXPECT_EQ(owner.st_uid, 0u) << "serve is still dumpable";
+  }
   serve.send_signal(SIGTERM);
   EXPECT_EQ(serve.wait().exit_code, 0);
 }
