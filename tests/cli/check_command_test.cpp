@@ -155,8 +155,9 @@ TEST(CheckCommand, ShippedExampleFilePasses) {
   std::string example = keyshim::test::read_file(std::string(KEYSHIM_SOURCE_DIR) + "/keys.example.toml");
   ASSERT_FALSE(example.empty());
   std::string path = temp.write("keys.toml", example);
+  // As a new user runs it: no variable set for it (this one it once needed).
   RunOptions options;
-  options.env = {{"KEYSHIM_EXAMPLE_TEAM_KEY", "sk-example-team-key"}};
+  options.unset_env = {"KEYSHIM_EXAMPLE_TEAM_KEY"};
   RunResult result = keyshim::test::run_binary({KEYSHIM_BINARY, "check", "-c", path}, options);
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("ok: 4 keys"), std::string::npos) << result.out;
