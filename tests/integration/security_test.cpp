@@ -2,6 +2,7 @@
 #include "support/http_fake_upstream.hpp"
 #include "support/http_raw_client.hpp"
 #include "support/http_shim.hpp"
+#include "util/secret.hpp"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -71,6 +72,29 @@ TEST(Security, ClientTokenIsRequiredAndNeverForwarded) {
   EXPECT_EQ(client.Get("/health")->status, 200) << "/health never needs the token";
   EXPECT_EQ(client.Get("/status")->status, 401);
   EXPECT_EQ(client.Get("/status", {{"Authorization", "Bearer shim-token-123"}})->status, 200);
+}
+
+// Providers echo what they were sent: a debug header, a redirect with the
+// query key. Streamed answers, relayed errors and answers that end a key's
+// turn take different paths to the client; none may carry the key.
+TEST(Security, APoolKeyEchoedInResponseHeadersNeverReachesTheClient) {
+  const std::string key = test_key(0);
+  for (int status : {200, 302, 400, 401, 429}) {
+    FakeUpstream upstream;
+    Scripted s;
+    s.status = status;
+    s.headers = {
+        {"Content-Type", "application/json"}, {"X-Echo-Key", key}, {"Location", "/cb?key=" + key + "&x=1"}};
+    s.pieces = {"{}"};
+    upstream.push(s);
+    Shim shim(pool_toml(1), upstream.base_url());
+    RawResponse res = round_trip(shim, make_request("POST", "/v1/chat/completions", "{}"));
+    ASSERT_EQ(res.status, status) << res.head;
+    EXPECT_EQ(res.head.find(key), std::string::npos) << status << ": " << res.head;
+    EXPECT_NE(res.head.find("X-Echo-Key: " + util::fingerprint_of(key)), std::string::npos)
+        << status << ": the echoed field is kept, with the fingerprint in place of the key\n"
+        << res.head;
+  }
 }
 
 TEST(Security, HealthAndStatusDescribeKeysWithoutKeyMaterial) {
