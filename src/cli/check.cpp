@@ -14,15 +14,18 @@
 namespace keyshim::cli {
 namespace {
 
-using Row = std::array<std::string, 5>;
+using Row = std::array<std::string, 6>;
 
 // Labels and fingerprints only: key material has no printable form.
 void print_key_table(const config::Config& config) {
-  std::vector<Row> rows = {{"LABEL", "FINGERPRINT", "UPSTREAM", "AUTH", "SOURCE"}};
-  for (const config::KeyConfig& key : config.keys) {
-    rows.push_back({key.label, key.secret.fingerprint(), key.base_url.text(), key.auth.text(), key.source});
+  std::vector<Row> rows = {{"POOL", "LABEL", "FINGERPRINT", "UPSTREAM", "AUTH", "SOURCE"}};
+  for (const config::PoolConfig& pool : config.pools) {
+    for (const config::KeyConfig& key : pool.keys) {
+      rows.push_back(
+          {pool.name, key.label, key.secret.fingerprint(), key.base_url.text(), key.auth.text(), key.source});
+    }
   }
-  std::array<std::size_t, 5> widths{};
+  std::array<std::size_t, 6> widths{};
   for (const Row& row : rows) {
     for (std::size_t i = 0; i < row.size(); ++i) {
       widths[i] = std::max(widths[i], row[i].size());
@@ -50,9 +53,15 @@ int run_check(const std::string& path) {
   }
   const config::Config& config = *result.config;
   print_key_table(config);
-  std::size_t count = config.keys.size();
-  fmt::print("\n{}: ok: {} key{}, strategy {}, listen {}\n", path, count, count == 1 ? "" : "s",
-             config::to_string(config.upstream.strategy), config.server.listen.text());
+  fmt::print("\nroutes on http://{}:\n", config.server.listen.text());
+  for (const config::PoolConfig& pool : config.pools) {
+    fmt::print("  {:<12} -> pool {} ({}, strategy {}{})\n", pool.is_default() ? "/ (the rest)" : pool.route() + "/",
+               pool.name, pool.upstream.base_url.text(), config::to_string(pool.upstream.strategy),
+               pool.upstream.max_wait.count() > 0 ? ", waits for a key" : "");
+  }
+  std::size_t count = config.key_count();
+  fmt::print("\n{}: ok: {} key{} in {} pool{}, listen {}\n", path, count, count == 1 ? "" : "s",
+             config.pools.size(), config.pools.size() == 1 ? "" : "s", config.server.listen.text());
   return 0;
 }
 

@@ -38,6 +38,9 @@ struct DemoFlags {
   bool once = false;
 };
 
+constexpr const char* k_team_key = "demo-healthy-team-0004";
+constexpr const char* k_team_path = "/team/v1/chat/completions";
+
 constexpr const char* k_request_body =
     R"({"model":"demo","stream":true,"messages":[{"role":"user","content":"hi"}]})";
 
@@ -50,6 +53,11 @@ std::string demo_pool(const std::string& provider_url) {
   for (const server::DemoKey& key : server::demo_keys()) {
     text += fmt::format("\n[[keys]]\nlabel = \"{}\"\nkey = \"{}\"\n", key.label, key.secret);
   }
+  // A second pool with a key of its own, served at /team: one keyshim for
+  // several upstreams (here the same simulated one).
+  text += fmt::format("\n[pools.team]\nbase_url = \"{}\"\nconnect_timeout = \"2s\"\n\n[[pools.team.keys]]\n"
+                      "label = \"team\"\nkey = \"{}\"\n",
+                      provider_url, k_team_key);
   return text;
 }
 
@@ -165,6 +173,19 @@ void stream_one_completion(const config::ListenAddress& keyshim) {
   }
 }
 
+// The same request through the second pool: its own key answers at once.
+void ask_second_pool(const config::ListenAddress& keyshim) {
+  std::size_t bytes = 0;
+  server::LocalResponse response = server::local_post_stream(
+      keyshim, k_team_path, k_request_body, "", [&bytes](std::string_view piece) { bytes += piece.size(); });
+  if (response.status != 200) {
+    throw std::runtime_error(fmt::format("demo: pool team answered {}: {}", response.status,
+                                         response.status == 0 ? response.error : response.body));
+  }
+  fmt::print("POST {} goes to the second pool, \"team\", and its own key: {}, {} bytes streamed\n\n",
+             k_team_path, response.status, bytes);
+}
+
 std::string indented(const std::string& lines) {
   std::string out;
   std::size_t start = 0;
@@ -180,7 +201,11 @@ std::string indented(const std::string& lines) {
 void print_failover(const util::Json& status) {
   std::vector<std::string> chain;
   std::string details;
-  for (const util::Json& key : status.find("keys")->items()) {
+  const util::Json* pools = status.find("pools");
+  if (pools == nullptr || pools->items().empty() || pools->items().front().find("keys") == nullptr) {
+    throw std::runtime_error("demo: /status lists no pool");
+  }
+  for (const util::Json& key : pools->items().front().find("keys")->items()) {
     std::string label = key.string_at("label").value_or("?");
     long long last = json_integer(key, "last_status");
     if (last == 0) {
@@ -242,7 +267,8 @@ int run_demo(const DemoFlags& flags) {
   bool ok = false;
   try {
     stream_one_completion(bound);
-    held_log.wait_for("POST /v1/chat/completions", 2s);
+    ask_second_pool(bound);
+    held_log.wait_for(std::string("POST ") + k_team_path, 2s);
     StatusAnswer answer = fetch_status(InstanceAddress{bound, "", ""});
     if (!answer.ok()) {
       throw std::runtime_error(answer.error);

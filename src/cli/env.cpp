@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -24,7 +26,7 @@ constexpr const char* k_default_listen = "127.0.0.1:8787";
 // value works, and this one says where requests are going.
 constexpr const char* k_placeholder_key = "keyshim";
 
-// Which tools to point at keyshim, judged from where the pool's keys go:
+// Which tools to point at keyshim, judged from where a pool's keys go:
 // pointing Claude Code at a pool of OpenAI keys would break it.
 struct Providers {
   bool openai = false; // OpenAI and every OpenAI-compatible upstream
@@ -32,14 +34,22 @@ struct Providers {
   bool gemini = false;
 };
 
+// Where each tool's requests go: keyshim's URL plus the route of the first
+// pool (the default pool first) that serves its provider; "" for none.
+struct Targets {
+  std::string openai;
+  std::string anthropic;
+  std::string gemini;
+};
+
 bool ends_with(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() &&
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-Providers providers_of(const config::Config& config) {
+Providers providers_of(const config::PoolConfig& pool) {
   Providers providers;
-  for (const config::KeyConfig& key : config.keys) {
+  for (const config::KeyConfig& key : pool.keys) {
     const std::string& host = key.base_url.host;
     config::AuthStyle style = key.auth.style;
     if (host == "anthropic.com" || ends_with(host, ".anthropic.com") ||
@@ -52,10 +62,26 @@ Providers providers_of(const config::Config& config) {
       providers.openai = true;
     }
   }
-  if (!providers.openai && !providers.anthropic && !providers.gemini) {
-    providers = {true, true, true};
-  }
   return providers;
+}
+
+Targets targets_of(const config::Config& config, const std::string& url) {
+  Targets targets;
+  for (const config::PoolConfig& pool : config.pools) {
+    Providers providers = providers_of(pool);
+    std::string base = pool.is_default() ? url : url + pool.route();
+    for (auto [serves, target] : {std::pair{providers.openai, &targets.openai},
+                                  std::pair{providers.anthropic, &targets.anthropic},
+                                  std::pair{providers.gemini, &targets.gemini}}) {
+      if (serves && target->empty()) {
+        *target = base;
+      }
+    }
+  }
+  if (targets.openai.empty() && targets.anthropic.empty() && targets.gemini.empty()) {
+    targets = {url, url, url};
+  }
+  return targets;
 }
 
 struct Assignment {
@@ -63,24 +89,23 @@ struct Assignment {
   std::string value;
 };
 
-std::vector<Assignment> assignments(const std::string& url, const std::string& key,
-                                    const Providers& providers) {
+std::vector<Assignment> assignments(const std::string& url, const std::string& key, const Targets& targets) {
   std::vector<Assignment> out = {{"KEYSHIM_URL", url}};
-  if (providers.openai) {
+  if (!targets.openai.empty()) {
     // The OpenAI SDKs, Codex and aider take a base URL that includes /v1.
-    out.push_back({"OPENAI_BASE_URL", url + "/v1"});
+    out.push_back({"OPENAI_BASE_URL", targets.openai + "/v1"});
     out.push_back({"OPENAI_API_KEY", key});
   }
-  if (providers.anthropic) {
+  if (!targets.anthropic.empty()) {
     // The Anthropic SDKs and Claude Code append /v1 themselves. Only the
     // x-api-key variable: setting ANTHROPIC_AUTH_TOKEN as well makes Claude
     // Code warn about conflicting credentials.
-    out.push_back({"ANTHROPIC_BASE_URL", url});
+    out.push_back({"ANTHROPIC_BASE_URL", targets.anthropic});
     out.push_back({"ANTHROPIC_API_KEY", key});
   }
-  if (providers.gemini) {
+  if (!targets.gemini.empty()) {
     // Read by gemini-cli and the @google/genai SDK, which append /v1beta.
-    out.push_back({"GOOGLE_GEMINI_BASE_URL", url});
+    out.push_back({"GOOGLE_GEMINI_BASE_URL", targets.gemini});
     out.push_back({"GEMINI_API_KEY", key});
   }
   return out;
@@ -123,7 +148,7 @@ int run_env(const EnvOptions& options) {
   std::string path = resolve_config_path(options.config);
   std::string listen = k_default_listen;
   std::string key = k_placeholder_key;
-  Providers providers{true, true, true};
+  std::optional<Targets> targets;
 
   // env runs from shell start-up files: a pool file that cannot be used must
   // not leave the shell without its variables, only warn.
@@ -137,7 +162,7 @@ int run_env(const EnvOptions& options) {
     if (config.server.client_token) {
       key = config.server.client_token->reveal();
     }
-    providers = providers_of(config);
+    targets = targets_of(config, "http://" + listen);
   } else {
     const config::Problem& first = loaded.problems.front();
     std::size_t more = loaded.problems.size() - 1;
@@ -150,7 +175,7 @@ int run_env(const EnvOptions& options) {
   std::string url = "http://" + listen;
   bool fish = options.shell == "fish";
   fmt::print("# keyshim at {} (pool file: {})\n", url, comment_safe(path));
-  for (const Assignment& assignment : assignments(url, key, providers)) {
+  for (const Assignment& assignment : assignments(url, key, targets.value_or(Targets{url, url, url}))) {
     if (fish) {
       fmt::print("set -gx {} {}\n", assignment.name, fish_quote(assignment.value));
     } else {

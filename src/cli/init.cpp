@@ -19,7 +19,7 @@
 namespace keyshim::cli {
 namespace {
 
-constexpr const char* k_starter_env = "KEYSHIM_KEY_1";
+constexpr const char* k_starter_env = "KEYSHIM_OPENAI_KEY";
 
 constexpr const char* k_header =
     R"(# keyshim pool file. keys.example.toml (shipped with keyshim) documents every
@@ -27,26 +27,56 @@ constexpr const char* k_header =
 # read it (mode 0600). After editing, run: keyshim check
 )";
 
-constexpr const char* k_keys = R"(
-# One [[keys]] entry per key, tried in file order with strategy "ordered".
-# Give each key in exactly one way:
+constexpr const char* k_pools_intro = R"TOML(
+# One pool per provider, each with its own keys. A request for /NAME/... goes
+# to pool NAME with /NAME removed: OPENAI_BASE_URL=http://127.0.0.1:8787/openai/v1,
+# ANTHROPIC_BASE_URL=http://127.0.0.1:8787/anthropic. `eval "$(keyshim env)"`
+# sets them for you. A pool takes these settings (shown at their defaults):
+)TOML";
+
+constexpr const char* k_pools = R"(
+[pools.openai]
+base_url = "https://api.openai.com"
+auth = "bearer"
+
+# One [[pools.NAME.keys]] entry per key, tried in file order with strategy
+# "ordered". Give each key in exactly one way:
 #   key = "sk-..."                              the key itself
 #   key_env = "NAME"                            an environment variable
 #   key_cmd = ["pass", "show", "openai/main"]   first line a command prints (no shell)
-# Per-key base_url, auth and ca_file override [upstream].
-[[keys]]
-label = "main"
-key_env = "KEYSHIM_KEY_1"   # export KEYSHIM_KEY_1=sk-..., or replace this line
+# Per-key base_url, auth, ca_file and max_concurrent override the pool's.
+[[pools.openai.keys]]
+label = "openai-main"
+key_env = "KEYSHIM_OPENAI_KEY"   # export KEYSHIM_OPENAI_KEY=sk-..., or replace this line
 
-# [[keys]]
-# label = "backup"
+# [[pools.openai.keys]]
+# label = "openai-backup"
 # key_cmd = ["pass", "show", "openai/backup"]
+
+# Anthropic (Claude Code, the Anthropic SDKs): uncomment and give a key.
+# [pools.anthropic]
+# base_url = "https://api.anthropic.com"
+# auth = "x-api-key"
+#
+# [[pools.anthropic.keys]]
+# label = "anthropic-main"
+# key_env = "KEYSHIM_ANTHROPIC_KEY"
+
+# Gemini (gemini-cli, the @google/genai SDK): uncomment and give a key.
+# [pools.gemini]
+# base_url = "https://generativelanguage.googleapis.com"
+# auth = "x-goog-api-key"
+#
+# [[pools.gemini.keys]]
+# label = "gemini-main"
+# key_env = "KEYSHIM_GEMINI_KEY"
 )";
 
-// The [server] and [upstream] tables with every setting commented out at its
-// default, generated from the settings table so the two cannot disagree.
-std::string section_text(config::Section section) {
-  std::string out = fmt::format("\n[{}]\n", config::to_string(section));
+// Every setting of `section` commented out at its default, generated from
+// the settings table so the two cannot disagree; under a [name] header
+// when `header` is set.
+std::string settings_text(config::Section section, bool header) {
+  std::string out = header ? fmt::format("\n[{}]\n", config::to_string(section)) : std::string();
   for (const config::Setting& setting : config::settings_table()) {
     if (setting.section != section) {
       continue;
@@ -58,7 +88,8 @@ std::string section_text(config::Section section) {
 }
 
 std::string starter_text() {
-  return k_header + section_text(config::Section::server) + section_text(config::Section::upstream) + k_keys;
+  return k_header + settings_text(config::Section::server, true) + k_pools_intro +
+         settings_text(config::Section::upstream, false) + k_pools;
 }
 
 // mkdir -p with mode 0700 for every directory it creates (existing ones are left alone).
@@ -113,7 +144,8 @@ int run_init(const std::string& path) {
   }
   fmt::print("wrote {} (mode 0600)\n"
              "next:\n"
-             "  1. give it your keys: export {}=sk-..., or edit the [[keys]] entries\n"
+             "  1. give it your keys: export {}=sk-..., or edit the [[pools.openai.keys]] entries;\n"
+             "     uncomment the anthropic and gemini pools if you use them\n"
              "  2. keyshim check -c {}\n"
              "  3. keyshim serve -c {}\n",
              path, k_starter_env, path, path);

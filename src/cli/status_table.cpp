@@ -23,6 +23,7 @@ constexpr const char* k_reset = "\033[0m";
 
 constexpr std::size_t k_columns = 9;
 using Row = std::array<std::string, k_columns>;
+using UsageRow = Row; // LABEL, then requests, failures, tokens in and out: today, since start
 constexpr std::size_t k_state_column = 2;
 
 // Labels come from the user's file and reasons partly from upstream answers:
@@ -119,6 +120,49 @@ std::string plural(long long n, const char* word) {
   return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
 }
 
+// "rate_limit 2, server 1", or "-" when nothing failed.
+std::string failures_text(const util::Json& usage) {
+  std::string out;
+  if (const util::Json* failures = usage.find("failures"); failures && failures->is_object()) {
+    for (const auto& [name, count] : failures->members()) {
+      if (count.is_number() && count.as_number() > 0) {
+        out += fmt::format("{}{} {}", out.empty() ? "" : ", ", printable(name), std::llround(count.as_number()));
+      }
+    }
+  }
+  return out.empty() ? "-" : out;
+}
+
+// Today's and the since-start usage of one key.
+UsageRow usage_row(const util::Json& key) {
+  static const util::Json k_none;
+  const util::Json* today = key.find("today");
+  const util::Json* total = key.find("total");
+  const util::Json& d = today ? *today : k_none;
+  const util::Json& t = total ? *total : k_none;
+  return {string_or_dash(key, "label"),  integer_or_dash(d, "requests"),      failures_text(d),
+          integer_or_dash(d, "input_tokens"), integer_or_dash(d, "output_tokens"), integer_or_dash(t, "requests"),
+          failures_text(t),            integer_or_dash(t, "input_tokens"), integer_or_dash(t, "output_tokens")};
+}
+
+// One pool: a heading with its route, its health table and its usage table.
+std::string render_pool(const util::Json& pool, bool colour) {
+  std::string out = fmt::format("pool {} at {} -> {}\n", string_or_dash(pool, "name"),
+                                string_or_dash(pool, "route"), string_or_dash(pool, "upstream"));
+  const util::Json* keys = pool.find("keys");
+  if (!keys || keys->items().empty()) {
+    return out + "\n";
+  }
+  std::vector<Row> rows = {
+      {"LABEL", "FINGERPRINT", "STATE", "RESUMES IN", "REASON", "OK", "ERR", "LAST", "IN FLIGHT"}};
+  std::vector<UsageRow> usage = {{"USAGE", "TODAY", "FAILED", "IN", "OUT", "SINCE START", "FAILED", "IN", "OUT"}};
+  for (const util::Json& key : keys->items()) {
+    rows.push_back(key_row(key));
+    usage.push_back(usage_row(key));
+  }
+  return out + render_rows(rows, colour) + render_rows(usage, false) + "\n";
+}
+
 StatusAnswer failure(StatusAnswer answer, std::string error) {
   answer.error = std::move(error);
   return answer;
@@ -168,7 +212,7 @@ StatusAnswer fetch_status(const InstanceAddress& instance) {
         answer, fmt::format("{} answered GET /status with HTTP {}: is it a keyshim?", where, result.status));
   }
   std::optional<util::Json> json = util::parse_json(result.body);
-  if (!json || !json->is_object() || !json->find("keys") || !json->find("keys")->is_array()) {
+  if (!json || !json->is_object() || !json->find("pools") || !json->find("pools")->is_array()) {
     return failure(answer, fmt::format("{} answered GET /status with something that is not keyshim's "
                                        "status: is another program on that port?",
                                        where));
@@ -193,14 +237,10 @@ std::string render_status_heading(const util::Json& status) {
 
 std::string render_status_table(const util::Json& status, bool colour) {
   std::string out;
-  const util::Json* keys = status.find("keys");
-  if (keys && !keys->items().empty()) {
-    std::vector<Row> rows = {
-        {"LABEL", "FINGERPRINT", "STATE", "RESUMES IN", "REASON", "OK", "ERR", "LAST", "IN FLIGHT"}};
-    for (const util::Json& key : keys->items()) {
-      rows.push_back(key_row(key));
+  if (const util::Json* pools = status.find("pools")) {
+    for (const util::Json& pool : pools->items()) {
+      out += render_pool(pool, colour);
     }
-    out += render_rows(rows, colour);
   }
   static const util::Json k_no_totals;
   const util::Json* totals = status.find("totals");

@@ -200,4 +200,21 @@ bool is_loopback_host(const std::string& raw_host) {
   return false;
 }
 
+const PoolConfig* Config::find_pool(std::string_view name) const {
+  for (const PoolConfig& pool : pools) {
+    if (pool.name == name) {
+      return &pool;
+    }
+  }
+  return nullptr;
+}
+
+std::size_t Config::key_count() const {
+  std::size_t count = 0;
+  for (const PoolConfig& pool : pools) {
+    count += pool.keys.size();
+  }
+  return count;
+}
+
 } // namespace keyshim::config

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace keyshim::config {
@@ -78,6 +79,8 @@ struct UpstreamSettings {
   milliseconds idle_timeout{300'000};
   milliseconds max_cooldown{86'400'000};
   std::optional<std::string> ca_file;
+  milliseconds max_wait{0};          // 0: no key now means 503 now
+  std::optional<int> max_concurrent; // default for the pool's keys; unset: unlimited
 };
 
 struct KeyConfig {
@@ -86,14 +89,34 @@ struct KeyConfig {
   UpstreamUrl base_url; // per-key override or the [upstream] default
   Auth auth;
   std::optional<std::string> ca_file;
-  std::string source; // where the secret came from: "key", "key_env OPENAI_KEY", "key_cmd pass"
+  int max_concurrent = 0; // requests in flight at once; 0: unlimited
+  std::string source;     // where the secret came from: "key", "key_env OPENAI_KEY", "key_cmd pass"
+};
+
+// The name under which logs and status show the pool of the top-level
+// [upstream] and [[keys]]; no [pools.NAME] may take it.
+inline constexpr std::string_view k_default_pool_name = "default";
+
+// One upstream API and its keys. Requests for /NAME/... go to pool NAME with
+// the prefix removed; the default pool serves every other path.
+struct PoolConfig {
+  std::string name; // k_default_pool_name for the default pool
+  UpstreamSettings upstream;
+  std::vector<KeyConfig> keys;
+
+  bool is_default() const { return name == k_default_pool_name; }
+  // Where clients reach it: "/" for the default pool, else "/NAME".
+  std::string route() const { return is_default() ? "/" : "/" + name; }
 };
 
 struct Config {
   std::string path; // the file it was loaded from
   ServerSettings server;
-  UpstreamSettings upstream;
-  std::vector<KeyConfig> keys;
+  std::vector<PoolConfig> pools; // the default pool first when there is one, then the file's order
+
+  const PoolConfig* find_pool(std::string_view name) const;
+  const PoolConfig* default_pool() const { return find_pool(k_default_pool_name); }
+  std::size_t key_count() const;
 };
 
 } // namespace keyshim::config

@@ -25,8 +25,9 @@ std::string cell(std::string_view text) {
 std::string settings_reference_markdown() {
   std::string out;
   for (Section section : {Section::server, Section::upstream, Section::key}) {
-    out += section == Section::key ? "\n`[[keys]]` (one per key)\n\n"
-                                   : fmt::format("\n`[{}]`\n\n", to_string(section));
+    out += section == Section::key        ? "\n`[[keys]]` and `[[pools.NAME.keys]]` (one per key)\n\n"
+           : section == Section::upstream ? "\n`[upstream]` (the default pool) and each `[pools.NAME]`\n\n"
+                                          : fmt::format("\n`[{}]`\n\n", to_string(section));
     out += "| setting | default | on reload | meaning |\n|---|---|---|---|\n";
     for (const Setting& s : settings_table()) {
       if (s.section != section) {

@@ -39,6 +39,8 @@ template <auto Member> void apply_member(SettingTarget& target, SettingValue&& v
 constexpr std::int64_t k_ms = 1;
 constexpr std::int64_t k_day_ms = 86'400'000;
 constexpr std::int64_t k_max_attempts_limit = 20;
+constexpr std::int64_t k_hour_ms = 3'600'000;
+constexpr std::int64_t k_max_concurrent_limit = 100'000;
 
 std::vector<Setting> make_table() {
   using S = Section;
@@ -86,6 +88,13 @@ std::vector<Setting> make_table() {
       {"ca_file", S::upstream, T::file, "", true,
        "extra CA certificate (PEM) for TLS upstreams; relative to the pool file's directory", 0, 0,
        apply_member<&UpstreamSettings::ca_file>},
+      {"max_wait", S::upstream, T::duration, "\"0s\"", true,
+       "when no key is free, how long a request may wait for one (a cooldown ending, a slot freeing) "
+       "before its 503",
+       0, k_hour_ms, apply_member<&UpstreamSettings::max_wait>},
+      {"max_concurrent", S::upstream, T::integer, "", true,
+       "requests in flight at once per key; a busy key is skipped (unlimited by default)", 1,
+       k_max_concurrent_limit, apply_member<&UpstreamSettings::max_concurrent>},
       // [[keys]]
       {"label", S::key, T::label, "", true, "shown in logs and status; defaults to the key's fingerprint", 0,
        0, apply_member<&KeyEntry::label>},
@@ -96,12 +105,14 @@ std::vector<Setting> make_table() {
       {"key_cmd", S::key, T::command, "", true,
        "command (argv, no shell) whose first output line is the key, e.g. [\"pass\", \"show\", \"x\"]", 0, 0,
        apply_member<&KeyEntry::key_cmd>},
-      {"base_url", S::key, T::url, "", true, "per-key override of [upstream] base_url", 0, 0,
+      {"base_url", S::key, T::url, "", true, "per-key override of the pool's base_url", 0, 0,
        apply_member<&KeyEntry::base_url>},
-      {"auth", S::key, T::auth, "", true, "per-key override of [upstream] auth", 0, 0,
+      {"auth", S::key, T::auth, "", true, "per-key override of the pool's auth", 0, 0,
        apply_member<&KeyEntry::auth>},
-      {"ca_file", S::key, T::file, "", true, "per-key override of [upstream] ca_file", 0, 0,
+      {"ca_file", S::key, T::file, "", true, "per-key override of the pool's ca_file", 0, 0,
        apply_member<&KeyEntry::ca_file>},
+      {"max_concurrent", S::key, T::integer, "", true, "per-key override of the pool's max_concurrent", 1,
+       k_max_concurrent_limit, apply_member<&KeyEntry::max_concurrent>},
   };
 }
 

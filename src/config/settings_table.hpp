@@ -15,7 +15,9 @@
 namespace keyshim::config {
 
 enum class Section { server, upstream, key };
-// "server", "upstream", "keys": the table name as written in the file.
+// "server", "upstream", "keys": the table name as written in the file. The
+// upstream settings are also those of each [pools.NAME] table, and the key
+// settings those of its [[pools.NAME.keys]] entries.
 const char* to_string(Section section);
 
 enum class SettingType {
@@ -34,7 +36,7 @@ enum class SettingType {
   file, // a readable file; relative paths start at the pool file's directory
 };
 
-// A [[keys]] entry as written, before the [upstream] defaults fill its gaps.
+// A [[keys]] entry as written, before its pool's defaults fill its gaps.
 struct KeyEntry {
   std::optional<std::string> label;
   std::optional<util::Secret> key;
@@ -43,6 +45,7 @@ struct KeyEntry {
   std::optional<UpstreamUrl> base_url;
   std::optional<Auth> auth;
   std::optional<std::string> ca_file;
+  std::optional<int> max_concurrent;
 };
 
 // A decoded value: which alternative depends on the SettingType.

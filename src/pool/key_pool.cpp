@@ -1,6 +1,7 @@
 #include "pool/key_pool.hpp"
 
 #include <algorithm>
+#include <ctime>
 
 namespace keyshim::pool {
 
@@ -35,7 +36,36 @@ struct KeyPool::Cell {
     health.until = until;
     health.reason = reason;
   }
+
+  // `today` as of `now`: a new local day starts from zero.
+  UsageCounts& today(util::TimePoint now) {
+    std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+    std::tm local{};
+    localtime_r(&seconds, &local);
+    int day = (local.tm_year + 1900) * 1000 + local.tm_yday;
+    if (health.usage_day != day) {
+      health.usage_day = day;
+      health.today = {};
+    }
+    return health.today;
+  }
 };
+
+const char* to_string(FailureClass failure) {
+  switch (failure) {
+  case FailureClass::rate_limit:
+    return "rate_limit";
+  case FailureClass::auth:
+    return "auth";
+  case FailureClass::quota:
+    return "quota";
+  case FailureClass::server:
+    return "server";
+  case FailureClass::transport:
+    return "transport";
+  }
+  return "transport";
+}
 
 const char* to_string(KeyState state) {
   switch (state) {
@@ -100,11 +130,16 @@ Selection KeyPool::acquire(const std::vector<bool>& excluded) {
 
   // Check eligibility and take the key under its cell lock in one step, so a
   // key that starts cooling concurrently is never handed out afterwards.
+  bool busy = false;
   auto try_take = [&](std::size_t i) {
     Cell& cell = *m_cells[i];
     std::lock_guard lock(cell.mutex);
     cell.expire(now);
     if (cell.health.state != KeyState::available) {
+      return false;
+    }
+    if (int limit = m_keys[i].max_concurrent; limit > 0 && cell.health.in_flight >= limit) {
+      busy = true;
       return false;
     }
     ++cell.health.in_flight;
@@ -155,6 +190,7 @@ Selection KeyPool::acquire(const std::vector<bool>& excluded) {
   selection.index = chosen;
   if (!chosen) {
     selection.earliest_available = earliest_available();
+    selection.busy = busy;
   }
   return selection;
 }
@@ -216,10 +252,32 @@ void KeyPool::record_neutral(std::size_t index, int status) {
   cell.health.last_status = status;
 }
 
+void KeyPool::count_attempt(std::size_t index, std::optional<FailureClass> failure) {
+  Cell& cell = *m_cells.at(index);
+  std::lock_guard lock(cell.mutex);
+  for (UsageCounts* counts : {&cell.today(m_clock.now()), &cell.health.total}) {
+    counts->requests++;
+    if (failure) {
+      counts->failures.at(static_cast<std::size_t>(*failure))++;
+    }
+  }
+}
+
+void KeyPool::count_tokens(std::size_t index, std::uint64_t input, std::uint64_t output) {
+  Cell& cell = *m_cells.at(index);
+  std::lock_guard lock(cell.mutex);
+  for (UsageCounts* counts : {&cell.today(m_clock.now()), &cell.health.total}) {
+    counts->input_tokens += input;
+    counts->output_tokens += output;
+  }
+}
+
 KeyHealth KeyPool::health(std::size_t index) const {
   Cell& cell = *m_cells.at(index);
   std::lock_guard lock(cell.mutex);
-  cell.expire(m_clock.now());
+  util::TimePoint now = m_clock.now();
+  cell.expire(now);
+  cell.today(now);
   return cell.health;
 }
 

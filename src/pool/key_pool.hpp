@@ -4,6 +4,7 @@
 #include "config/config.hpp"
 #include "util/clock.hpp"
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -20,6 +21,20 @@ enum class KeyState { available, cooling, disabled };
 // "available", "cooling", "disabled".
 const char* to_string(KeyState state);
 
+// Why an attempt with a key failed, for its usage counts.
+enum class FailureClass { rate_limit, auth, quota, server, transport };
+inline constexpr std::size_t k_failure_classes = 5;
+// "rate_limit", "auth", "quota", "server", "transport".
+const char* to_string(FailureClass failure);
+
+// What a key did over some span. In memory only.
+struct UsageCounts {
+  std::uint64_t requests = 0; // attempts made with the key
+  std::array<std::uint64_t, k_failure_classes> failures{};
+  std::uint64_t input_tokens = 0;
+  std::uint64_t output_tokens = 0;
+};
+
 struct KeyHealth {
   KeyState state = KeyState::available; // cooling whose end has passed reads as available
   util::TimePoint until{};              // end of cooling
@@ -31,6 +46,9 @@ struct KeyHealth {
   int last_status = 0; // 0 = none yet or transport failure
   util::TimePoint last_used{};
   int in_flight = 0;
+  UsageCounts today; // since local midnight
+  UsageCounts total; // since keyshim started
+  int usage_day = 0; // the local day `today` counts: year * 1000 + day of the year
 };
 
 struct KeySnapshot {
@@ -51,6 +69,7 @@ struct Selection {
   std::optional<std::size_t> index; // the chosen key, already counted in flight
   std::optional<util::TimePoint>
       earliest_available; // when nothing is eligible: the first cooldown end, if any
+  bool busy = false;      // when nothing is eligible: a key was skipped at its max_concurrent
 };
 
 class KeyPool {
@@ -69,7 +88,8 @@ public:
 
   // Pick an eligible key not marked in `excluded` (indexed like the pool;
   // shorter vectors mean "not excluded") by the pool's strategy, count it in
-  // flight and stamp its last use. The round-robin cursor moves at selection
+  // flight and stamp its last use. A key with max_concurrent requests in
+  // flight is not eligible. The round-robin cursor moves at selection
   // time so concurrent callers spread across keys.
   Selection acquire(const std::vector<bool>& excluded);
   // The request that acquired `index` is done with it.
@@ -85,6 +105,10 @@ public:
   void record_disable(std::size_t index, int status, const std::string& reason);
   // A response relayed as-is (400, 404...): only the last status changes.
   void record_neutral(std::size_t index, int status);
+  // One attempt was made with the key; `failure` says how it failed, if it did.
+  void count_attempt(std::size_t index, std::optional<FailureClass> failure);
+  // Tokens a response served by the key reported using.
+  void count_tokens(std::size_t index, std::uint64_t input, std::uint64_t output);
 
   KeyHealth health(std::size_t index) const;
   std::vector<KeySnapshot> snapshot() const;

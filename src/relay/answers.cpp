@@ -54,7 +54,17 @@ Answer unreachable_answer(const std::vector<std::string>& tried_keys) {
                            "keyshim_upstream_unreachable", "upstream_unreachable");
 }
 
-Answer no_key_answer(const pool::Selection& selection) {
+Answer no_key_answer(const pool::Selection& selection, milliseconds waited) {
+  std::string after = waited.count() > 0 ? fmt::format(" (waited {})", util::format_duration(waited)) : "";
+  if (selection.busy) {
+    // A slot frees when a request ends, which nobody can predict: 1 s is
+    // the shortest hint Retry-After can give.
+    Answer answer = json_error_answer(
+        503, fmt::format("keyshim: every key is busy at its max_concurrent limit or cooling{}", after),
+        "keyshim_no_key_available", "no_key_available");
+    answer.headers.emplace_back("Retry-After", "1");
+    return answer;
+  }
   if (!selection.earliest_available) {
     return json_error_answer(
         503,
@@ -67,9 +77,9 @@ Answer no_key_answer(const pool::Selection& selection) {
       std::max<long long>(1, static_cast<long long>(std::ceil(static_cast<double>(wait.count()) / 1000.0)));
   Answer answer = json_error_answer(
       503,
-      fmt::format("keyshim: every key is cooling or disabled; the next one is available in {} "
+      fmt::format("keyshim: every key is cooling or disabled{}; the next one is available in {} "
                   "(see `keyshim status`)",
-                  util::format_duration(milliseconds(seconds_left * 1000))),
+                  after, util::format_duration(milliseconds(seconds_left * 1000))),
       "keyshim_no_key_available", "no_key_available");
   answer.headers.emplace_back("Retry-After", std::to_string(seconds_left));
   return answer;

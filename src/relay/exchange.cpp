@@ -24,20 +24,26 @@ std::string path_of(std::string_view target) {
 
 } // namespace
 
-Exchange::Exchange(std::shared_ptr<const PoolState> state, ClientRequest request,
+Exchange::Exchange(std::shared_ptr<const PoolState> state, Route route, ClientRequest request,
                    std::shared_ptr<Downstream> client, RelayContext& context)
-    : m_state(std::move(state)), m_config(*m_state->config), m_pool(*m_state->pool),
-      m_request(std::move(request)), m_client(std::move(client)), m_context(context),
-      m_started(context.clock.now()), m_timer(m_client->socket().get_executor()) {
+    : m_state(std::move(state)), m_served(m_state->pools.at(route.pool)),
+      m_settings(m_served.config->upstream), m_pool(*m_served.keys), m_request(std::move(request)),
+      m_client(std::move(client)), m_context(context), m_started(context.clock.now()),
+      m_timer(m_client->socket().get_executor()) {
   m_client_keep_alive = m_request.keep_alive();
   m_record.method = std::string(m_request.method_string());
-  m_record.path = path_of(m_request.target());
+  m_record.path = path_of(m_request.target()); // as the client sent it, with the pool's prefix
+  m_record.pool = m_served.config->name;
+  m_request.target(route.target);
   m_excluded.assign(m_pool.size(), false);
   m_retried.assign(m_pool.size(), false);
 }
 
 void Exchange::start() {
   watch_client();
+  // Requests already waiting for this pool's keys go first: one may be
+  // free now because a cooldown ended a moment before their timer fires.
+  m_context.waits.wake(m_served.config->name);
   choose_key();
 }
 
@@ -46,7 +52,7 @@ void Exchange::start() {
 void Exchange::choose_key() {
   m_phase = Phase::choosing;
   m_watchdog.stop();
-  while (m_attempts < m_config.upstream.max_attempts) {
+  while (m_attempts < m_settings.max_attempts) {
     std::vector<bool> mask = m_excluded;
     if (m_same_key) {
       mask.assign(m_pool.size(), true);
@@ -62,8 +68,11 @@ void Exchange::choose_key() {
       m_same_key.reset();
       continue;
     }
+    if (start_waiting(selection)) {
+      return;
+    }
     if (m_attempts == 0) {
-      answer(no_key_answer(selection));
+      answer(no_key_answer(selection, waited()));
       return;
     }
     break;
@@ -91,7 +100,7 @@ void Exchange::attempt(std::size_t index) {
     body_size = m_request.body().size();
   }
   m_request_head = upstream_head(
-      m_request.base(), upstream_target(m_request.target(), m_state->query_auth_params, key), key, body_size);
+      m_request.base(), upstream_target(m_request.target(), m_served.query_auth_params, key), key, body_size);
   m_attempt.conn = m_context.upstreams.take_idle(UpstreamPool::origin_of(key));
   if (m_attempt.conn) {
     m_attempt.reused = true;
@@ -111,7 +120,7 @@ void Exchange::connect_fresh() {
     return;
   }
   m_phase = Phase::connecting;
-  arm_deadline(Watchdog::Kind::connect, m_config.upstream.connect_timeout);
+  arm_deadline(Watchdog::Kind::connect, m_settings.connect_timeout);
   m_attempt.conn->connect(key.base_url, [self = shared_from_this(), generation = m_generation](
                                             ConnectFailure failure, const std::string& detail) {
     self->on_connected(generation, failure, detail);
@@ -133,7 +142,7 @@ void Exchange::on_connected(unsigned generation, ConnectFailure failure, const s
 
 void Exchange::send_request() {
   m_phase = Phase::sending;
-  arm_deadline(Watchdog::Kind::first_byte, m_config.upstream.first_byte_timeout);
+  arm_deadline(Watchdog::Kind::first_byte, m_settings.first_byte_timeout);
   std::array<asio::const_buffer, 2> buffers = {asio::buffer(m_request_head), asio::buffer(m_request.body())};
   m_attempt.conn->with_stream([&](auto& stream) {
     asio::async_write(stream, buffers,

@@ -21,6 +21,7 @@
 #include "relay/pool_state.hpp"
 #include "relay/request_log.hpp"
 #include "relay/upstream_conn.hpp"
+#include "relay/wait_room.hpp"
 #include "relay/watchdog.hpp"
 #include "util/clock.hpp"
 
@@ -69,21 +70,28 @@ const char* failure_word(policy::TransportFailure failure, bool chain);
 struct RelayContext {
   UpstreamPool& upstreams;
   util::MonoClock& clock;
+  WaitRoom& waits;
 };
 
-class Exchange : public std::enable_shared_from_this<Exchange> {
+class Exchange : public std::enable_shared_from_this<Exchange>, public Waiter {
 public:
-  Exchange(std::shared_ptr<const PoolState> state, ClientRequest request, std::shared_ptr<Downstream> client,
-           RelayContext& context);
+  // Relay `request` to the pool `route` names, with the route's target.
+  Exchange(std::shared_ptr<const PoolState> state, Route route, ClientRequest request,
+           std::shared_ptr<Downstream> client, RelayContext& context);
 
   // Begin: choose a key and make the first attempt (or answer at once).
   void start();
   // keyshim is shutting down and the drain ran out: end now.
   void abort(const std::string& why);
 
+  // ---- Waiter: waiting for a key (exchange_wait.cpp)
+  bool retry() override;
+  void shutting_down() override;
+
 private:
   enum class Phase {
     choosing,
+    waiting,
     connecting,
     sending,
     awaiting_head,
@@ -124,6 +132,13 @@ private:
   void apply_health(const policy::Outcome& outcome, const policy::Verdict& verdict);
   void give_up();
 
+  // ---- waiting for a key (exchange_wait.cpp)
+  bool start_waiting(const pool::Selection& selection);
+  void stop_waiting();
+  void on_wait_deadline();
+  milliseconds waited() const;
+  void release_key();
+
   // ---- the response body (exchange_body.cpp)
   void read_piece();
   void on_piece(unsigned generation, const ErrorCode& ec);
@@ -147,7 +162,8 @@ private:
   void drop_connection();
 
   std::shared_ptr<const PoolState> m_state;
-  const config::Config& m_config;
+  const ServedPool& m_served;
+  const config::UpstreamSettings& m_settings;
   pool::KeyPool& m_pool;
   ClientRequest m_request;
   std::shared_ptr<Downstream> m_client;
@@ -165,6 +181,7 @@ private:
   std::vector<std::string> m_tried; // "label: what happened", for the 502
   int m_attempts = 0;
   std::optional<std::size_t> m_holding_key; // acquired from the pool, not yet released
+  std::optional<MonoTime> m_wait_since;     // when the request first waited: max_wait runs from then
 
   // The current attempt; upstream handlers from an older one see a different
   // generation and do nothing.

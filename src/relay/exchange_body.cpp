@@ -139,7 +139,7 @@ void Exchange::take_error_piece(std::string_view piece, bool done) {
 void Exchange::take_probe_piece(std::string_view piece, bool done) {
   Attempt& a = m_attempt;
   if (a.held.empty()) { // keep-alive comments before the first event count as a live upstream
-    arm_deadline(Watchdog::Kind::idle, m_config.upstream.idle_timeout);
+    arm_deadline(Watchdog::Kind::idle, m_settings.idle_timeout);
   }
   a.held.append(piece);
   bool readable = a.decoder->feed(piece, a.decoded, k_probe_limit);

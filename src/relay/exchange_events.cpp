@@ -29,20 +29,36 @@ const char* failure_word(policy::TransportFailure failure, bool chain) {
   return "error";
 }
 
+// How an attempt failed, for the key's usage counts; nullopt when the key
+// did its job (a success, or an answer every key would get).
+std::optional<pool::FailureClass> failure_class(const policy::Outcome& outcome, const policy::Verdict& verdict) {
+  using pool::FailureClass;
+  if (outcome.transport != policy::TransportFailure::none) {
+    return FailureClass::transport;
+  }
+  if (verdict.change == policy::HealthChange::success || verdict.change == policy::HealthChange::none) {
+    return std::nullopt;
+  }
+  if (outcome.status == 401 || outcome.status == 403) {
+    return FailureClass::auth;
+  }
+  if (verdict.change == policy::HealthChange::disable || outcome.status == 402) {
+    return FailureClass::quota; // out of credit: 402, or insufficient_quota in a 429
+  }
+  return outcome.status == 429 || verdict.rate_limited ? FailureClass::rate_limit : FailureClass::server;
+}
+
 policy::Verdict Exchange::verdict_for(const policy::Outcome& outcome) const {
   pool::KeyHealth health = m_pool.health(m_attempt.index);
   return policy::classify(outcome, {health.consecutive_failures, health.consecutive_rate_limits},
-                          util::system_clock().now(), {m_config.upstream.max_cooldown});
+                          util::system_clock().now(), {m_settings.max_cooldown});
 }
 
 void Exchange::act(const policy::Outcome& outcome, const policy::Verdict& verdict,
                    std::string_view relay_body) {
   const std::size_t index = m_attempt.index;
   apply_health(outcome, verdict);
-  if (m_holding_key) {
-    m_pool.release(*m_holding_key);
-    m_holding_key.reset();
-  }
+  release_key();
   if (outcome.transport == policy::TransportFailure::none) {
     std::string_view reason = m_attempt.parser ? m_attempt.parser->get().reason() : std::string_view{};
     m_last_error = upstream_error_answer(outcome, reason, relay_body, *m_state->redactor);
@@ -69,6 +85,7 @@ void Exchange::apply_health(const policy::Outcome& outcome, const policy::Verdic
       "{}: {}", label, response ? std::to_string(outcome.status) : failure_word(outcome.transport, false)));
   m_record.chain.push_back(fmt::format(
       "{}:{}", label, response ? std::to_string(outcome.status) : failure_word(outcome.transport, true)));
+  m_pool.count_attempt(index, failure_class(outcome, verdict));
   int status = outcome.status;
   switch (verdict.change) {
   case policy::HealthChange::success:
@@ -119,8 +136,11 @@ void Exchange::on_timer() {
 }
 
 void Exchange::on_deadline() {
-  const config::UpstreamSettings& settings = m_config.upstream;
+  const config::UpstreamSettings& settings = m_settings;
   switch (m_phase) {
+  case Phase::waiting:
+    on_wait_deadline();
+    break;
   case Phase::connecting:
     fail_attempt(policy::TransportFailure::connect,
                  fmt::format("no connection within {}", util::format_duration(settings.connect_timeout)));

@@ -47,6 +47,7 @@ void Exchange::commit(std::string_view first, bool done) {
 
   const config::KeyConfig& key = m_pool.key(m_attempt.index);
   m_pool.record_success(m_attempt.index, status);
+  m_pool.count_attempt(m_attempt.index, std::nullopt);
   m_record.key_label = key.label;
   m_record.chain.push_back(fmt::format("{}:{}", key.label, status));
   m_record.ttfb = duration_cast<milliseconds>(m_context.clock.now() - m_started);
@@ -54,7 +55,7 @@ void Exchange::commit(std::string_view first, bool done) {
   m_record.stream = m_framing == Framing::chunked || m_framing == Framing::close;
   m_phase = Phase::streaming;
   arm_deadline(Watchdog::Kind::idle,
-               m_config.upstream.idle_timeout); // may be earlier than the first-byte one
+               m_settings.idle_timeout); // may be earlier than the first-byte one
   write_piece(first, done);
 }
 
@@ -121,10 +122,7 @@ void Exchange::stream_failed(const std::string& why) {
 }
 
 void Exchange::answer(const Answer& answer) {
-  if (m_holding_key) {
-    m_pool.release(*m_holding_key);
-    m_holding_key.reset();
-  }
+  release_key();
   m_phase = Phase::answering;
   m_watchdog.stop();
   m_record.status = answer.status;
@@ -154,14 +152,12 @@ void Exchange::finish(Downstream::Next next) {
   if (m_phase == Phase::done) {
     return;
   }
+  stop_waiting();
   m_phase = Phase::done;
   ++m_generation;
   m_watchdog.stop();
   m_timer.cancel();
-  if (m_holding_key) {
-    m_pool.release(*m_holding_key);
-    m_holding_key.reset();
-  }
+  release_key();
   m_record.duration = duration_cast<milliseconds>(m_context.clock.now() - m_started);
   log_request(m_record);
   if (m_watching_client) {

@@ -4,20 +4,49 @@
 
 namespace keyshim::relay {
 
-PoolState PoolState::serving(std::shared_ptr<const config::Config> config,
-                             std::shared_ptr<pool::KeyPool> pool) {
-  PoolState state;
-  state.redactor = std::make_shared<const Redactor>(*pool);
-  for (std::size_t i = 0; i < pool->size(); ++i) {
-    const config::Auth& auth = pool->key(i).auth;
-    if (auth.style == config::AuthStyle::query &&
-        std::find(state.query_auth_params.begin(), state.query_auth_params.end(), auth.query_param) ==
-            state.query_auth_params.end()) {
-      state.query_auth_params.push_back(auth.query_param);
+std::optional<Route> PoolState::route(std::string_view target) const {
+  // The first path segment names the pool; it is compared as written
+  // (no percent-decoding), like nginx compares location prefixes.
+  if (target.size() > 1 && target.front() == '/') {
+    std::size_t end = target.find_first_of("/?", 1);
+    std::string_view name = target.substr(1, end == std::string_view::npos ? end : end - 1);
+    for (std::size_t i = 0; i < pools.size(); ++i) {
+      const config::PoolConfig& pool = *pools[i].config;
+      if (!pool.is_default() && pool.name == name) {
+        std::string_view rest = end == std::string_view::npos ? std::string_view() : target.substr(end);
+        return Route{i, rest.empty() || rest.front() == '?' ? "/" + std::string(rest) : std::string(rest)};
+      }
     }
   }
+  for (std::size_t i = 0; i < pools.size(); ++i) {
+    if (pools[i].config->is_default()) {
+      return Route{i, std::string(target)};
+    }
+  }
+  return std::nullopt;
+}
+
+PoolState PoolState::serving(std::shared_ptr<const config::Config> config,
+                             std::vector<std::shared_ptr<pool::KeyPool>> pools) {
+  PoolState state;
+  std::vector<const pool::KeyPool*> all;
+  for (std::size_t i = 0; i < pools.size(); ++i) {
+    ServedPool served;
+    served.config = &config->pools.at(i);
+    for (std::size_t k = 0; k < pools[i]->size(); ++k) {
+      const config::Auth& auth = pools[i]->key(k).auth;
+      std::vector<std::string>& params = served.query_auth_params;
+      if (auth.style == config::AuthStyle::query &&
+          std::find(params.begin(), params.end(), auth.query_param) == params.end()) {
+        params.push_back(auth.query_param);
+      }
+    }
+    all.push_back(pools[i].get());
+    served.keys = std::move(pools[i]);
+    state.pools.push_back(std::move(served));
+  }
+  state.redactor = std::make_shared<const Redactor>(all);
   state.config = std::move(config);
-  state.pool = std::move(pool);
   return state;
 }
 

@@ -1,25 +1,46 @@
 #pragma once
-// What the relay serves from: the loaded pool file and its keys, or the reason
-// there are none. Immutable once published; a reload publishes a new one.
+// What the relay serves from: the loaded pool file and the keys of each of
+// its pools, or the reason there are none. Immutable once published; a
+// reload publishes a new one.
 #include "config/config.hpp"
 #include "pool/key_pool.hpp"
 #include "relay/redact.hpp"
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace keyshim::relay {
 
+// One pool of the file, as requests reach it.
+struct ServedPool {
+  const config::PoolConfig* config = nullptr; // points into PoolState::config
+  std::shared_ptr<pool::KeyPool> keys;
+  std::vector<std::string> query_auth_params; // every `query:NAME` of its keys
+};
+
+// Where one request goes: a pool, and the target to forward there.
+struct Route {
+  std::size_t pool = 0; // index into PoolState::pools
+  std::string target;   // the client's target without the pool's /NAME prefix
+};
+
 struct PoolState {
   std::shared_ptr<const config::Config> config; // null when the file could not be used
-  std::shared_ptr<pool::KeyPool> pool;          // null when the file could not be used
+  std::vector<ServedPool> pools;                // like config->pools
   std::string problem;                          // why not, with the fix, for 503 answers
-  std::shared_ptr<const Redactor> redactor;     // the pool's keys, for redaction
-  std::vector<std::string> query_auth_params;   // every `query:NAME` of the pool's keys
+  std::shared_ptr<const Redactor> redactor;     // every key of every pool, for redaction
 
-  // A state serving `pool` under `config`.
-  static PoolState serving(std::shared_ptr<const config::Config> config, std::shared_ptr<pool::KeyPool> pool);
+  // The pool for a request target: /NAME and /NAME/... go to pool NAME
+  // (forwarded as / and /...), anything else to the default pool; nullopt
+  // when the file has no default pool and no pool owns the prefix.
+  std::optional<Route> route(std::string_view target) const;
+
+  // A state serving `pools` (one KeyPool per config->pools entry) under `config`.
+  static PoolState serving(std::shared_ptr<const config::Config> config,
+                           std::vector<std::shared_ptr<pool::KeyPool>> pools);
   // A state that answers every request 503 with `problem`.
   static PoolState unusable(std::string problem);
 };

@@ -8,27 +8,35 @@
 
 namespace keyshim::relay {
 
-Redactor::Redactor(const pool::KeyPool& pool) {
-  for (std::size_t i = 0; i < pool.size(); ++i) {
-    const util::Secret& secret = pool.key(i).secret;
-    const std::string& key = secret.reveal();
-    if (key.empty()) {
-      continue;
-    }
-    m_needles.push_back({key, secret.fingerprint()});
-    std::string encoded = util::percent_encode(key);
-    if (encoded != key) {
-      m_needles.push_back({std::move(encoded), secret.fingerprint()});
-      std::string lower_hex = util::percent_encode(key, true); // %2f as well as %2F
-      if (lower_hex != m_needles.back().text) {
-        m_needles.push_back({std::move(lower_hex), secret.fingerprint()});
-      }
+Redactor::Redactor(const pool::KeyPool& pool) : Redactor(std::vector<const pool::KeyPool*>{&pool}) {
+}
+
+Redactor::Redactor(const std::vector<const pool::KeyPool*>& pools) {
+  for (const pool::KeyPool* pool : pools) {
+    for (std::size_t i = 0; i < pool->size(); ++i) {
+      add(pool->key(i).secret);
     }
   }
   // Longest first: a key that extends another key is replaced whole, since
   // ties at the same position go to the needle found first.
   std::stable_sort(m_needles.begin(), m_needles.end(),
                    [](const Needle& a, const Needle& b) { return a.text.size() > b.text.size(); });
+}
+
+void Redactor::add(const util::Secret& secret) {
+  const std::string& key = secret.reveal();
+  if (key.empty()) {
+    return;
+  }
+  m_needles.push_back({key, secret.fingerprint()});
+  std::string encoded = util::percent_encode(key);
+  if (encoded != key) {
+    m_needles.push_back({std::move(encoded), secret.fingerprint()});
+    std::string lower_hex = util::percent_encode(key, true); // %2f as well as %2F
+    if (lower_hex != m_needles.back().text) {
+      m_needles.push_back({std::move(lower_hex), secret.fingerprint()});
+    }
+  }
 }
 
 Redactor::~Redactor() {

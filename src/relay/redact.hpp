@@ -14,6 +14,8 @@ namespace keyshim::relay {
 class Redactor {
 public:
   explicit Redactor(const pool::KeyPool& pool);
+  // Every key of every pool: a key must not reach a client of any pool.
+  explicit Redactor(const std::vector<const pool::KeyPool*>& pools);
   ~Redactor(); // wipes its copies of the keys
   Redactor(const Redactor&) = delete;
   Redactor& operator=(const Redactor&) = delete;
@@ -24,6 +26,8 @@ public:
   void append(std::string& out, std::string_view text) const;
 
 private:
+  void add(const util::Secret& secret);
+
   struct Needle {
     std::string text; // the key, or its percent-encoded form
     std::string fingerprint;

@@ -23,6 +23,9 @@ std::string join(const std::vector<std::string>& parts) {
 
 std::string format_request_text(const RequestRecord& r) {
   std::string line = fmt::format("{} {} {}", r.method, r.path, r.status);
+  if (!r.pool.empty()) {
+    line += fmt::format(" pool={}", r.pool);
+  }
   if (!r.key_label.empty()) {
     line += fmt::format(" key={}", r.key_label);
   }
@@ -54,6 +57,7 @@ void log_request(const RequestRecord& r) {
       {"method", r.method},
       {"path", r.path},
       {"status", std::to_string(r.status), true},
+      {"pool", r.pool},
       {"key", r.key_label},
       {"attempts", std::to_string(r.attempts), true},
       {"chain", join(r.chain)},

@@ -17,6 +17,7 @@ public:
     connect,    // TCP connect and TLS handshake: connect_timeout from the start
     first_byte, // request sent, nothing back yet: first_byte_timeout from the start
     idle,       // bytes are flowing: idle_timeout since the last progress
+    waiting,    // no key yet: until max_wait ends or a cooldown does, whichever is first
   };
 
   // A new deadline of `kind`, `limit` from `now`.

@@ -195,11 +195,16 @@ void Connection::on_body(const ErrorCode& ec) {
 // has deadlines of its own): it fires as a no-op at worst, and leaving it
 // costs nothing, where cancelling and re-arming cost a system call each.
 void Connection::dispatch() {
+  std::optional<relay::Route> route = m_state->route(m_parser->get().target());
+  if (!route) { // answer_own has answered every target that no pool owns
+    refuse(404, "no pool serves this path");
+    return;
+  }
   m_phase = Phase::exchanging;
   ++m_requests;
   m_server.request_started();
-  m_exchange = std::make_shared<relay::Exchange>(m_state, m_parser->release(), shared_from_this(),
-                                                 m_server.relay_context());
+  m_exchange = std::make_shared<relay::Exchange>(m_state, std::move(*route), m_parser->release(),
+                                                 shared_from_this(), m_server.relay_context());
   m_parser.reset();
   m_exchange->start();
 }

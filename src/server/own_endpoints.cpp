@@ -8,6 +8,8 @@
 #include "server/status_json.hpp"
 #include "util/log.hpp"
 
+#include <fmt/format.h>
+
 #include <unistd.h>
 
 namespace keyshim::server {
@@ -25,6 +27,23 @@ relay::Answer json(int status, std::string body) {
 
 relay::Answer refusal(int status, std::string_view message, std::string_view code) {
   return relay::json_error_answer(status, message, "keyshim_refused", code);
+}
+
+// A path no pool owns, in a file without a default pool: say which exist.
+relay::Answer no_pool_answer(std::string_view method, std::string_view path, const config::Config& config) {
+  std::string routes;
+  for (const config::PoolConfig& pool : config.pools) {
+    routes += (routes.empty() ? "" : ", ") + pool.route() + "/";
+  }
+  relay::RequestRecord record;
+  record.method = std::string(method);
+  record.path = std::string(path);
+  record.status = 404;
+  record.error = "no pool serves this path";
+  relay::log_request(record);
+  return relay::json_error_answer(
+      404, fmt::format("keyshim: no pool serves {}; this keyshim's pools are at {}", path, routes),
+      "keyshim_no_pool", "unknown_pool");
 }
 
 std::string_view path_of(std::string_view target) {
@@ -52,8 +71,9 @@ std::optional<relay::Answer> ShimServer::answer_own(const http::request_header<>
   }
   bool get_or_head = head.method() == http::verb::get || head.method() == http::verb::head;
   if (path == "/health" && get_or_head) {
-    pool::Counts counts = state.pool ? state.pool->counts() : pool::Counts{};
-    return json(counts.available > 0 ? 200 : 503, health_json(counts));
+    // 200 only when a request to any pool would find a key now.
+    std::vector<PoolReport> pools = pool_reports(state);
+    return json(every_pool_serves(pools) ? 200 : 503, health_json(pools));
   }
   // Connectivity probes (`HEAD /`) are answered here: they need no key and
   // must work while every key is cooling.
@@ -69,14 +89,14 @@ std::optional<relay::Answer> ShimServer::answer_own(const http::request_header<>
                    "invalid_client_token");
   }
   if (path == "/status" && head.method() == http::verb::get) {
-    std::vector<pool::KeySnapshot> keys =
-        state.pool ? state.pool->snapshot() : std::vector<pool::KeySnapshot>{};
-    pool::Counts counts = state.pool ? state.pool->counts() : pool::Counts{};
     InstanceInfo info{static_cast<long>(::getpid()), m_generation.load(), m_options.config_path,
                       state.problem, m_listen.text()};
-    return json(200, status_json(keys, counts, util::system_clock().now(), info));
+    return json(200, status_json(pool_reports(state), util::system_clock().now(), info));
   }
-  if (!state.pool) {
+  if (state.config && !state.route(head.target())) {
+    return no_pool_answer(method, path, *state.config);
+  }
+  if (!state.config) {
     relay::RequestRecord record;
     record.method = std::string(method);
     record.path = std::string(path);

@@ -25,7 +25,7 @@ constexpr int k_listen_backlog = 4096;
 
 ShimServer::ShimServer(ServeOptions options)
     : m_options(std::move(options)), m_acceptor(m_ioc.get_executor()), m_accept_retry(m_ioc.get_executor()),
-      m_upstreams(m_ioc.get_executor()), m_context{m_upstreams, util::steady_clock()},
+      m_upstreams(m_ioc.get_executor()), m_context{m_upstreams, util::steady_clock(), m_waits},
       m_state(std::make_shared<relay::PoolState>()) {
 }
 
@@ -40,11 +40,21 @@ relay::PoolState ShimServer::load_state(const relay::PoolState* previous) const 
         fmt::format("keyshim cannot use its pool file: {}", loaded.problems_text()));
   }
   auto config = std::make_shared<const config::Config>(std::move(*loaded.config));
-  auto pool =
-      previous && previous->pool
-          ? pool::KeyPool::reloaded(*previous->pool, config->keys, config->upstream.strategy)
-          : std::make_shared<pool::KeyPool>(config->keys, config->upstream.strategy, util::system_clock());
-  return relay::PoolState::serving(std::move(config), std::move(pool));
+  // A key keeps its health across a reload when its pool and fingerprint
+  // are unchanged: pools are matched by name.
+  std::vector<std::shared_ptr<pool::KeyPool>> pools;
+  for (const config::PoolConfig& pool : config->pools) {
+    const relay::ServedPool* before = nullptr;
+    for (std::size_t i = 0; previous && i < previous->pools.size(); ++i) {
+      if (previous->pools[i].config->name == pool.name) {
+        before = &previous->pools[i];
+      }
+    }
+    pools.push_back(before ? pool::KeyPool::reloaded(*before->keys, pool.keys, pool.upstream.strategy)
+                           : std::make_shared<pool::KeyPool>(pool.keys, pool.upstream.strategy,
+                                                             util::system_clock()));
+  }
+  return relay::PoolState::serving(std::move(config), std::move(pools));
 }
 
 void ShimServer::publish(std::shared_ptr<const relay::PoolState> state) {
@@ -154,7 +164,8 @@ bool ShimServer::reload() {
   }
   // Publish first: "reloaded" must mean that the next request sees the new pool.
   publish(next);
-  util::log_info("reloaded {}: {} keys", m_options.config_path, next->config->keys.size());
+  util::log_info("reloaded {}: {} keys in {} pools", m_options.config_path, next->config->key_count(),
+                 next->config->pools.size());
   log_key_table(*next->config);
   return true;
 }
@@ -171,6 +182,7 @@ void ShimServer::drain_now() {
   m_acceptor.close(ignored);
   m_accept_retry.cancel();
   m_upstreams.clear();
+  m_waits.close_all(); // a request waiting for a key gets its 503 now, not at max_wait
   // drain() may close and so detach a connection: iterate over a copy.
   std::vector<Connection*> connections(m_connections.begin(), m_connections.end());
   for (Connection* connection : connections) {
@@ -199,9 +211,11 @@ std::chrono::milliseconds ShimServer::drain_timeout() const {
 }
 
 void log_key_table(const config::Config& config) {
-  for (const config::KeyConfig& key : config.keys) {
-    util::log_info("key {} {} {} auth={}", key.label, key.secret.fingerprint(), key.base_url.text(),
-                   key.auth.text());
+  for (const config::PoolConfig& pool : config.pools) {
+    for (const config::KeyConfig& key : pool.keys) {
+      util::log_info("key {} {} pool={} route={} {} auth={}", key.label, key.secret.fingerprint(), pool.name,
+                     pool.route(), key.base_url.text(), key.auth.text());
+    }
   }
 }
 

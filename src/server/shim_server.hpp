@@ -85,6 +85,7 @@ private:
   relay::Acceptor m_acceptor;
   relay::Timer m_accept_retry;
   relay::UpstreamPool m_upstreams;
+  relay::WaitRoom m_waits;
   relay::RelayContext m_context;
   std::unordered_set<Connection*> m_connections;
   bool m_draining = false;

@@ -2,15 +2,35 @@
 // The bodies of GET /health and GET /status. Never key material: keys appear
 // only as label and fingerprint.
 #include "pool/key_pool.hpp"
+#include "relay/pool_state.hpp"
 
 #include <string>
 #include <vector>
 
 namespace keyshim::server {
 
-// {"status":"ok","keys":{"total":3,"available":2,"cooling":1,"disabled":0}};
-// "unavailable" when no key is available.
-std::string health_json(const pool::Counts& counts);
+// One pool as /health and /status report it.
+struct PoolReport {
+  std::string name;
+  std::string route;    // "/" or "/anthropic"
+  std::string upstream; // the pool's base_url
+  std::vector<pool::KeySnapshot> keys;
+  pool::Counts counts;
+};
+
+// Every pool of `state`, in the file's order (none when it is unusable).
+std::vector<PoolReport> pool_reports(const relay::PoolState& state);
+
+// The counts of all pools together.
+pool::Counts total_counts(const std::vector<PoolReport>& pools);
+
+// True when every pool has a key available now (and there is a pool).
+bool every_pool_serves(const std::vector<PoolReport>& pools);
+
+// {"status":"ok","keys":{"total":3,"available":2,"cooling":1,"disabled":0},
+//  "pools":[{"name":"default","route":"/","status":"ok","keys":{..}}]}.
+// "degraded" when some pool has no key available, "unavailable" when none has.
+std::string health_json(const std::vector<PoolReport>& pools);
 
 // What /status reports besides the keys.
 struct InstanceInfo {
@@ -22,10 +42,10 @@ struct InstanceInfo {
 };
 
 // {"version":..,"pid":..,"generation":..,"listen":..,"config":..,"problem":..,
-//  "totals":{..},"keys":[{label, fingerprint, upstream, state, until,
-//  resumes_in_ms, reason, ok, err, last_status, in_flight}]}
-std::string status_json(const std::vector<pool::KeySnapshot>& keys, const pool::Counts& counts,
-                        util::TimePoint now, const InstanceInfo& info);
+//  "totals":{..},"pools":[{"name","route","upstream","totals":{..},"keys":[{label,
+//  fingerprint, upstream, state, until, resumes_in_ms, reason, ok, err,
+//  last_status, in_flight, today:{usage}, total:{usage}}]}]}
+std::string status_json(const std::vector<PoolReport>& pools, util::TimePoint now, const InstanceInfo& info);
 
 // "2026-11-29T21:40:01Z".
 std::string rfc3339_utc(util::TimePoint t);

@@ -54,7 +54,9 @@ TEST(CheckCommand, GoodFilePrintsTheKeyTableAndExitsZero) {
   EXPECT_NE(result.out.find("https://api.anthropic.com"), std::string::npos);
   EXPECT_NE(result.out.find("x-api-key"), std::string::npos);
   EXPECT_NE(result.out.find("key_env KEYSHIM_CLI_TEAM_KEY"), std::string::npos);
-  EXPECT_NE(result.out.find(path + ": ok: 2 keys, strategy round-robin, listen 127.0.0.1:8787"),
+  EXPECT_NE(result.out.find(path + ": ok: 2 keys in 1 pool, listen 127.0.0.1:8787"), std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("/ (the rest) -> pool default (https://api.openai.com, strategy round-robin)"),
             std::string::npos)
       << result.out;
   expect_no_key_material(result);
@@ -160,6 +162,38 @@ TEST(CheckCommand, ShippedExampleFilePasses) {
   options.unset_env = {"KEYSHIM_EXAMPLE_TEAM_KEY"};
   RunResult result = keyshim::test::run_binary({KEYSHIM_BINARY, "check", "-c", path}, options);
   EXPECT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_NE(result.out.find("ok: 4 keys"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("ok: 5 keys in 3 pools"), std::string::npos) << result.out;
   EXPECT_EQ(result.all_output().find("sk-example-not-a-real-key"), std::string::npos);
+}
+
+TEST(CheckCommand, PrintsTheRouteOfEveryPool) {
+  TempDir temp;
+  std::string path = temp.write("keys.toml", R"([pools.openai]
+base_url = "https://api.openai.com"
+
+[[pools.openai.keys]]
+label = "o1"
+key = "sk-check-openai"
+
+[pools.anthropic]
+base_url = "https://api.anthropic.com"
+auth = "x-api-key"
+max_wait = "30s"
+
+[[pools.anthropic.keys]]
+label = "a1"
+key = "sk-ant-check"
+)");
+  RunResult result = check(path);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("/openai/     -> pool openai (https://api.openai.com, strategy ordered)"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("/anthropic/  -> pool anthropic (https://api.anthropic.com, strategy ordered, "
+                            "waits for a key)"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find(": ok: 2 keys in 2 pools"), std::string::npos) << result.out;
+  EXPECT_EQ(result.out.find("sk-check-openai"), std::string::npos);
+  EXPECT_EQ(result.out.find("sk-ant-check"), std::string::npos);
 }

@@ -65,10 +65,10 @@ TEST(InitCommand, StarterFileTellsCheckWhichVariableToSet) {
   std::string path = temp.path() + "/keys.toml";
   ASSERT_EQ(init(path).exit_code, 0);
   RunOptions options;
-  options.unset_env = {"KEYSHIM_KEY_1"};
+  options.unset_env = {"KEYSHIM_OPENAI_KEY"};
   RunResult result = run_binary({KEYSHIM_BINARY, "check", "-c", path}, options);
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_NE(result.err.find("keys[1]: \"key_env\" names KEYSHIM_KEY_1, which is not set"), std::string::npos)
+  EXPECT_NE(result.err.find("pools.openai.keys[1]: \"key_env\" names KEYSHIM_OPENAI_KEY, which is not set"), std::string::npos)
       << result.err;
 }
 
@@ -77,10 +77,10 @@ TEST(InitCommand, StarterFilePassesCheckOnceTheKeyIsGiven) {
   std::string path = temp.path() + "/keys.toml";
   ASSERT_EQ(init(path).exit_code, 0);
   RunOptions options;
-  options.env = {{"KEYSHIM_KEY_1", "sk-init-starter-key"}};
+  options.env = {{"KEYSHIM_OPENAI_KEY", "sk-init-starter-key"}};
   RunResult result = run_binary({KEYSHIM_BINARY, "check", "-c", path}, options);
   EXPECT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_NE(result.out.find("main"), std::string::npos);
+  EXPECT_NE(result.out.find("openai-main"), std::string::npos);
   EXPECT_EQ(result.out.find("sk-init-starter-key"), std::string::npos);
 }
 
@@ -102,4 +102,20 @@ TEST(InitCommand, UnwritableLocationFailsWithAMessage) {
   RunResult result = init(blocker + "/keys.toml");
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_FALSE(result.err.empty());
+}
+
+TEST(InitCommand, StarterFileServesOpenAIAtItsPrefixAndOffersAnthropicAndGeminiPools) {
+  TempDir temp;
+  std::string path = temp.path() + "/keys.toml";
+  ASSERT_EQ(init(path).exit_code, 0);
+  std::string text = read_file(path);
+  EXPECT_NE(text.find("\n[pools.openai]\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n# [pools.anthropic]\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n# [pools.gemini]\n"), std::string::npos) << text;
+  RunOptions options;
+  options.env = {{"KEYSHIM_OPENAI_KEY", "sk-init-starter-key"}};
+  RunResult result = run_binary({KEYSHIM_BINARY, "check", "-c", path}, options);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("/openai/"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("pool openai"), std::string::npos) << result.out;
 }

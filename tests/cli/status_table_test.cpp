@@ -14,14 +14,19 @@ namespace {
 // One key of each state; "resumes_in_ms" 22'330'000 is 6h 12m 10s.
 constexpr const char* k_three_keys = R"({"version":"0.1.0","pid":4242,"generation":3,
   "listen":"127.0.0.1:8787","config":"/home/u/.config/keyshim/keys.toml","problem":null,
-  "totals":{"total":3,"available":1,"cooling":1,"disabled":1},"keys":[
+  "totals":{"total":3,"available":1,"cooling":1,"disabled":1},"pools":[{"name":"default","route":"/",
+  "upstream":"https://api.openai.com","totals":{"total":3,"available":1,"cooling":1,"disabled":1},"keys":[
   {"label":"personal","fingerprint":"sk-p~0123abcd","upstream":"https://api.openai.com","state":"available",
    "until":null,"resumes_in_ms":0,"reason":null,"ok":41,"err":2,"last_status":200,"in_flight":1},
   {"label":"team","fingerprint":"sk-t~89abcdef","upstream":"https://api.openai.com","state":"cooling",
    "until":"2026-11-30T04:00:00Z","resumes_in_ms":22330000,"reason":"429 Retry-After","ok":7,"err":1,
    "last_status":429,"in_flight":0},
   {"label":"old","fingerprint":"sk-o~deadbeef","upstream":"https://api.openai.com","state":"disabled",
-   "until":null,"resumes_in_ms":0,"reason":"401 unauthorized","ok":0,"err":1,"last_status":401,"in_flight":0}]})";
+   "until":null,"resumes_in_ms":0,"reason":"401 unauthorized","ok":0,"err":1,"last_status":401,"in_flight":0,
+   "today":{"requests":4,"failures":{"rate_limit":0,"auth":1,"quota":0,"server":0,"transport":0},
+   "input_tokens":0,"output_tokens":0},
+   "total":{"requests":9,"failures":{"rate_limit":2,"auth":1,"quota":0,"server":0,"transport":3},
+   "input_tokens":1200,"output_tokens":345}}]}]})";
 
 keyshim::util::Json parse(const std::string& text) {
   std::optional<keyshim::util::Json> json = keyshim::util::parse_json(text);
@@ -39,14 +44,35 @@ std::string strip_ansi(std::string text) {
 
 } // namespace
 
-TEST(StatusTable, ShowsEveryKeyWithItsHealthAndTheTotals) {
+TEST(StatusTable, ShowsEveryKeyWithItsHealthUsageAndTheTotals) {
   std::string table = render_status_table(parse(k_three_keys), false);
   EXPECT_EQ(table,
+            "pool default at / -> https://api.openai.com\n"
             "LABEL     FINGERPRINT    STATE      RESUMES IN  REASON            OK  ERR  LAST  IN FLIGHT\n"
             "personal  sk-p~0123abcd  available  -           -                 41  2    200   1\n"
             "team      sk-t~89abcdef  cooling    6h 12m      429 Retry-After   7   1    429   0\n"
             "old       sk-o~deadbeef  disabled   -           401 unauthorized  0   1    401   0\n"
+            "USAGE     TODAY  FAILED  IN  OUT  SINCE START  FAILED                             IN    OUT\n"
+            "personal  -      -       -   -    -            -                                  -     -\n"
+            "team      -      -       -   -    -            -                                  -     -\n"
+            "old       4      auth 1  0   0    9            rate_limit 2, auth 1, transport 3  1200  345\n"
+            "\n"
             "3 keys: 1 available, 1 cooling, 1 disabled\n");
+}
+
+TEST(StatusTable, EachPoolHasItsOwnHeadingAndTable) {
+  keyshim::util::Json status = parse(
+      R"({"totals":{"total":2,"available":2,"cooling":0,"disabled":0},"pools":[)"
+      R"({"name":"openai","route":"/openai","upstream":"https://api.openai.com","keys":[{"label":"o1","state":"available"}]},)"
+      R"({"name":"anthropic","route":"/anthropic","upstream":"https://api.anthropic.com","keys":[{"label":"a1","state":"available"}]}]})");
+  std::string table = render_status_table(status, false);
+  std::size_t openai = table.find("pool openai at /openai -> https://api.openai.com\nLABEL");
+  std::size_t anthropic = table.find("pool anthropic at /anthropic -> https://api.anthropic.com\nLABEL");
+  ASSERT_NE(openai, std::string::npos) << table;
+  ASSERT_NE(anthropic, std::string::npos) << table;
+  EXPECT_LT(openai, table.find("\no1 "));
+  EXPECT_LT(table.find("\no1 "), anthropic);
+  EXPECT_LT(anthropic, table.find("\na1 "));
 }
 
 TEST(StatusTable, ShortCooldownsReadInSeconds) {
@@ -73,7 +99,7 @@ TEST(StatusTable, ColourWrapsOnlyTheStateWordsAndKeepsColumnsAligned) {
 TEST(StatusTable, UnusablePoolFileShowsTotalsAndTheProblemWithoutATable) {
   keyshim::util::Json status = parse(
       R"({"pid":7,"generation":0,"problem":"keyshim cannot use its pool file: keys.toml:3:1: bad\nkeys.toml:4:1: worse\n",)"
-      R"("totals":{"total":0,"available":0,"cooling":0,"disabled":0},"keys":[]})");
+      R"("totals":{"total":0,"available":0,"cooling":0,"disabled":0},"pools":[]})");
   EXPECT_EQ(render_status_table(status, false),
             "0 keys: 0 available, 0 cooling, 0 disabled\n"
             "problem: keyshim cannot use its pool file: keys.toml:3:1: bad\n"
@@ -87,8 +113,8 @@ TEST(StatusTable, NoProblemLineWhenTheFileIsFine) {
 TEST(StatusTable, OneKeyIsSingular) {
   keyshim::util::Json status =
       parse(R"({"totals":{"total":1,"available":1,"cooling":0,"disabled":0},)"
-            R"("keys":[{"label":"solo","fingerprint":"sk-s~00000000",)"
-            R"("state":"available","ok":0,"err":0,"last_status":null,"in_flight":0}]})");
+            R"("pools":[{"name":"default","keys":[{"label":"solo","fingerprint":"sk-s~00000000",)"
+            R"("state":"available","ok":0,"err":0,"last_status":null,"in_flight":0}]}]})");
   std::string table = render_status_table(status, false);
   EXPECT_NE(table.find("\n1 key: 1 available"), std::string::npos) << table;
   EXPECT_NE(table.find("solo   sk-s~00000000  available  -           -       0   0    -     0\n"),
@@ -99,8 +125,8 @@ TEST(StatusTable, OneKeyIsSingular) {
 TEST(StatusTable, ControlCharactersFromLabelsAndReasonsNeverReachTheTerminal) {
   keyshim::util::Json status =
       parse(R"({"totals":{"total":1,"available":0,"cooling":1,"disabled":0},)"
-            R"("keys":[{"label":"evil\u001b[2J","fingerprint":"sk-e~00000000",)"
-            R"("state":"cooling","resumes_in_ms":1000,"reason":"429 \u001b]0;x\u0007"}]})");
+            R"("pools":[{"name":"evil\u001b[2J","keys":[{"label":"evil\u001b[2J","fingerprint":"sk-e~00000000",)"
+            R"("state":"cooling","resumes_in_ms":1000,"reason":"429 \u001b]0;x\u0007"}]}]})");
   std::string table = render_status_table(status, false);
   EXPECT_EQ(table.find('\033'), std::string::npos) << table;
   EXPECT_EQ(table.find('\a'), std::string::npos) << table;

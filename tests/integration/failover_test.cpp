@@ -38,7 +38,7 @@ httplib::Result post(const Shim& shim) {
 }
 
 pool::KeyHealth health(Shim& shim, std::size_t index) {
-  return shim.server().state()->pool->health(index);
+  return shim.server().state()->pools.at(0).keys->health(index);
 }
 
 TEST(Failover, RateLimitedKeyCoolsForRetryAfterAndTheNextKeyServes) {
@@ -244,7 +244,7 @@ TEST(Failover, ReloadKeepsHealthOfUnchangedKeysAndAddsNewOnes) {
   EXPECT_EQ(health(shim, 0).state, pool::KeyState::disabled);
   EXPECT_EQ(health(shim, 2).state, pool::KeyState::available);
   EXPECT_FALSE(shim.reload_with("[upstream]\nbogus = 1\n"));
-  EXPECT_EQ(shim.server().state()->pool->size(), 3u); // the bad file was rejected
+  EXPECT_EQ(shim.server().state()->pools.at(0).keys->size(), 3u); // the bad file was rejected
 }
 
 } // namespace

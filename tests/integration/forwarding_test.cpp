@@ -194,7 +194,7 @@ TEST(Forwarding, ClientErrorsAreRelayedAsIsWithoutTouchingTheKey) {
   EXPECT_EQ(res->status, 400);
   EXPECT_NE(res->body.find("max_tokens too large"), std::string::npos);
   EXPECT_EQ(upstream.request_count(), 1u);
-  EXPECT_EQ(shim.server().state()->pool->health(0).state, pool::KeyState::available);
+  EXPECT_EQ(shim.server().state()->pools.at(0).keys->health(0).state, pool::KeyState::available);
 }
 
 TEST(Forwarding, KeysNeverAppearInLogs) {

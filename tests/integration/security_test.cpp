@@ -106,7 +106,9 @@ TEST(Security, HealthAndStatusDescribeKeysWithoutKeyMaterial) {
   auto health = client.Get("/health");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
-  EXPECT_EQ(health->body, R"({"status":"ok","keys":{"total":2,"available":1,"cooling":0,"disabled":1}})");
+  EXPECT_EQ(health->body, R"({"status":"ok","keys":{"total":2,"available":1,"cooling":0,"disabled":1},)"
+                          R"("pools":[{"name":"default","route":"/","status":"ok",)"
+                          R"("keys":{"total":2,"available":1,"cooling":0,"disabled":1}}]})");
   auto status = client.Get("/status");
   ASSERT_TRUE(status);
   EXPECT_NE(status->body.find("\"label\":\"k0\""), std::string::npos);

@@ -173,7 +173,7 @@ TEST(Streaming, ClientLeavingBeforeTheFirstByteCancelsTheUpstreamAndBlamesNoKey)
   }
   ASSERT_TRUE(upstream.wait_for_hangups(1, 5s));
   EXPECT_EQ(upstream.request_count(), 1u) << "a client that left must not cause a failover";
-  pool::KeyHealth h = shim.server().state()->pool->health(0);
+  pool::KeyHealth h = shim.server().state()->pools.at(0).keys->health(0);
   EXPECT_EQ(h.state, pool::KeyState::available);
   EXPECT_EQ(h.error_count, 0u);
 }

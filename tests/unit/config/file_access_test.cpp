@@ -166,6 +166,6 @@ TEST(LoadPoolFile, PrivateFileLoads) {
   TempDir temp;
   LoadResult result = load_pool_file(temp.write("keys.toml", k_pool, 0600));
   ASSERT_TRUE(result.ok()) << result.problems_text();
-  EXPECT_EQ(result.config->keys.size(), 1u);
+  EXPECT_EQ(result.config->pools.at(0).keys.size(), 1u);
   EXPECT_EQ(result.config->path, temp.path() + "/keys.toml");
 }

@@ -46,16 +46,16 @@ TEST(LoadPool, MinimalFileGetsEveryDefault) {
   EXPECT_TRUE(config.server.allowed_origins.empty());
   EXPECT_EQ(config.server.max_request_body, 64u * 1024 * 1024);
   EXPECT_EQ(config.server.drain_timeout, milliseconds(30'000));
-  EXPECT_EQ(config.upstream.base_url.text(), "https://api.openai.com");
-  EXPECT_EQ(config.upstream.auth.text(), "bearer");
-  EXPECT_EQ(config.upstream.strategy, Strategy::ordered);
-  EXPECT_EQ(config.upstream.max_attempts, 4);
-  EXPECT_EQ(config.upstream.first_byte_timeout, milliseconds(600'000));
-  ASSERT_EQ(config.keys.size(), 1u);
-  const KeyConfig& key = config.keys[0];
+  EXPECT_EQ(config.pools.at(0).upstream.base_url.text(), "https://api.openai.com");
+  EXPECT_EQ(config.pools.at(0).upstream.auth.text(), "bearer");
+  EXPECT_EQ(config.pools.at(0).upstream.strategy, Strategy::ordered);
+  EXPECT_EQ(config.pools.at(0).upstream.max_attempts, 4);
+  EXPECT_EQ(config.pools.at(0).upstream.first_byte_timeout, milliseconds(600'000));
+  ASSERT_EQ(config.pools.at(0).keys.size(), 1u);
+  const KeyConfig& key = config.pools.at(0).keys[0];
   EXPECT_EQ(key.secret.reveal(), "sk-loader-test-1");
   EXPECT_EQ(key.label, key.secret.fingerprint()) << "label defaults to the fingerprint";
-  EXPECT_EQ(key.base_url, config.upstream.base_url);
+  EXPECT_EQ(key.base_url, config.pools.at(0).upstream.base_url);
   EXPECT_EQ(key.source, "key");
 }
 
@@ -91,19 +91,19 @@ key = "sk-ant-1"
   EXPECT_EQ(config.server.allowed_origins, std::vector<std::string>{"http://localhost:3000"});
   EXPECT_EQ(config.server.max_request_body, 512u * 1024);
   EXPECT_EQ(config.server.drain_timeout, milliseconds(5000));
-  EXPECT_EQ(config.upstream.base_url, (UpstreamUrl{"https", "api.anthropic.com", 443, "/prefix"}));
-  EXPECT_EQ(config.upstream.auth, (Auth{AuthStyle::x_api_key, ""}));
-  EXPECT_EQ(config.upstream.strategy, Strategy::least_recently_used);
-  EXPECT_EQ(config.upstream.max_attempts, 7);
-  EXPECT_EQ(config.upstream.connect_timeout, milliseconds(250));
-  EXPECT_EQ(config.upstream.first_byte_timeout, milliseconds(5'400'000));
-  EXPECT_EQ(config.upstream.idle_timeout, milliseconds(90'000));
-  EXPECT_EQ(config.upstream.max_cooldown, milliseconds(7'200'000));
-  EXPECT_EQ(config.upstream.ca_file, ca);
-  ASSERT_EQ(config.keys.size(), 1u);
-  EXPECT_EQ(config.keys[0].label, "a");
-  EXPECT_EQ(config.keys[0].auth, config.upstream.auth);
-  EXPECT_EQ(config.keys[0].ca_file, ca);
+  EXPECT_EQ(config.pools.at(0).upstream.base_url, (UpstreamUrl{"https", "api.anthropic.com", 443, "/prefix"}));
+  EXPECT_EQ(config.pools.at(0).upstream.auth, (Auth{AuthStyle::x_api_key, ""}));
+  EXPECT_EQ(config.pools.at(0).upstream.strategy, Strategy::least_recently_used);
+  EXPECT_EQ(config.pools.at(0).upstream.max_attempts, 7);
+  EXPECT_EQ(config.pools.at(0).upstream.connect_timeout, milliseconds(250));
+  EXPECT_EQ(config.pools.at(0).upstream.first_byte_timeout, milliseconds(5'400'000));
+  EXPECT_EQ(config.pools.at(0).upstream.idle_timeout, milliseconds(90'000));
+  EXPECT_EQ(config.pools.at(0).upstream.max_cooldown, milliseconds(7'200'000));
+  EXPECT_EQ(config.pools.at(0).upstream.ca_file, ca);
+  ASSERT_EQ(config.pools.at(0).keys.size(), 1u);
+  EXPECT_EQ(config.pools.at(0).keys[0].label, "a");
+  EXPECT_EQ(config.pools.at(0).keys[0].auth, config.pools.at(0).upstream.auth);
+  EXPECT_EQ(config.pools.at(0).keys[0].ca_file, ca);
 }
 
 TEST(LoadPool, PerKeySettingsOverrideUpstreamEvenWhenUpstreamComesLater) {
@@ -121,28 +121,28 @@ key = "sk-2"
 base_url = "https://generativelanguage.googleapis.com"
 auth = "x-goog-api-key"
 )");
-  ASSERT_EQ(config.keys.size(), 2u);
-  EXPECT_EQ(config.keys[0].base_url.text(), "http://127.0.0.1:9000/v1");
-  EXPECT_EQ(config.keys[0].auth, (Auth{AuthStyle::query, "key"}));
-  EXPECT_EQ(config.keys[1].base_url.text(), "https://generativelanguage.googleapis.com");
-  EXPECT_EQ(config.keys[1].auth.text(), "x-goog-api-key");
+  ASSERT_EQ(config.pools.at(0).keys.size(), 2u);
+  EXPECT_EQ(config.pools.at(0).keys[0].base_url.text(), "http://127.0.0.1:9000/v1");
+  EXPECT_EQ(config.pools.at(0).keys[0].auth, (Auth{AuthStyle::query, "key"}));
+  EXPECT_EQ(config.pools.at(0).keys[1].base_url.text(), "https://generativelanguage.googleapis.com");
+  EXPECT_EQ(config.pools.at(0).keys[1].auth.text(), "x-goog-api-key");
 }
 
 TEST(LoadPool, KeysKeepFileOrder) {
   Config config = load_ok("[[keys]]\nlabel='c'\nkey='sk-3'\n[[keys]]\nlabel='a'\nkey='sk-1'\n"
                           "[[keys]]\nlabel='b'\nkey='sk-2'\n");
-  ASSERT_EQ(config.keys.size(), 3u);
-  EXPECT_EQ(config.keys[0].label, "c");
-  EXPECT_EQ(config.keys[1].label, "a");
-  EXPECT_EQ(config.keys[2].label, "b");
+  ASSERT_EQ(config.pools.at(0).keys.size(), 3u);
+  EXPECT_EQ(config.pools.at(0).keys[0].label, "c");
+  EXPECT_EQ(config.pools.at(0).keys[1].label, "a");
+  EXPECT_EQ(config.pools.at(0).keys[2].label, "b");
 }
 
 TEST(LoadPool, KeyEnvIsResolved) {
   ::setenv("KEYSHIM_TEST_LOADER_KEY", "sk-env-loader", 1);
   Config config = load_ok("[[keys]]\nkey_env = \"KEYSHIM_TEST_LOADER_KEY\"\n");
-  ASSERT_EQ(config.keys.size(), 1u);
-  EXPECT_EQ(config.keys[0].secret.reveal(), "sk-env-loader");
-  EXPECT_EQ(config.keys[0].source, "key_env KEYSHIM_TEST_LOADER_KEY");
+  ASSERT_EQ(config.pools.at(0).keys.size(), 1u);
+  EXPECT_EQ(config.pools.at(0).keys[0].secret.reveal(), "sk-env-loader");
+  EXPECT_EQ(config.pools.at(0).keys[0].source, "key_env KEYSHIM_TEST_LOADER_KEY");
 }
 
 TEST(LoadPool, KeyEnvUnsetNamesTheVariableAtItsPosition) {
@@ -153,9 +153,9 @@ TEST(LoadPool, KeyEnvUnsetNamesTheVariableAtItsPosition) {
 
 TEST(LoadPool, KeyCmdIsRunWithoutAShell) {
   Config config = load_ok("[[keys]]\nkey_cmd = [\"/bin/echo\", \"sk-cmd-loader\"]\n");
-  ASSERT_EQ(config.keys.size(), 1u);
-  EXPECT_EQ(config.keys[0].secret.reveal(), "sk-cmd-loader");
-  EXPECT_EQ(config.keys[0].source, "key_cmd /bin/echo");
+  ASSERT_EQ(config.pools.at(0).keys.size(), 1u);
+  EXPECT_EQ(config.pools.at(0).keys[0].secret.reveal(), "sk-cmd-loader");
+  EXPECT_EQ(config.pools.at(0).keys[0].source, "key_cmd /bin/echo");
 }
 
 TEST(LoadPool, KeyCmdFailureIsReportedAtItsPosition) {
@@ -166,8 +166,8 @@ TEST(LoadPool, KeyCmdFailureIsReportedAtItsPosition) {
 TEST(LoadPool, DurationsAcceptStringsAndWholeSeconds) {
   Config config =
       load_ok(std::string("[upstream]\nconnect_timeout = 3\nidle_timeout = \"1.5s\"\n") + k_one_key);
-  EXPECT_EQ(config.upstream.connect_timeout, milliseconds(3000));
-  EXPECT_EQ(config.upstream.idle_timeout, milliseconds(1500));
+  EXPECT_EQ(config.pools.at(0).upstream.connect_timeout, milliseconds(3000));
+  EXPECT_EQ(config.pools.at(0).upstream.idle_timeout, milliseconds(1500));
 }
 
 TEST(LoadPool, DrainTimeoutMayBeZeroButTimeoutsMayNot) {
@@ -190,8 +190,8 @@ TEST(LoadPool, SizesAcceptBytesAndBinaryUnits) {
 }
 
 TEST(LoadPool, MaxAttemptsIsBounded) {
-  EXPECT_EQ(load_ok(std::string("[upstream]\nmax_attempts = 1\n") + k_one_key).upstream.max_attempts, 1);
-  EXPECT_EQ(load_ok(std::string("[upstream]\nmax_attempts = 20\n") + k_one_key).upstream.max_attempts, 20);
+  EXPECT_EQ(load_ok(std::string("[upstream]\nmax_attempts = 1\n") + k_one_key).pools.at(0).upstream.max_attempts, 1);
+  EXPECT_EQ(load_ok(std::string("[upstream]\nmax_attempts = 20\n") + k_one_key).pools.at(0).upstream.max_attempts, 20);
   EXPECT_EQ(only_problem(std::string("[upstream]\nmax_attempts = 0\n") + k_one_key),
             "keys.toml:2:16: upstream: \"max_attempts\" must be at least 1");
   EXPECT_EQ(only_problem(std::string("[upstream]\nmax_attempts = 21\n") + k_one_key),
@@ -205,8 +205,8 @@ TEST(LoadPool, ClientTokenMustBeNonEmpty) {
 
 TEST(LoadPool, LabelsDefaultToFingerprintsAndMustBeUnique) {
   Config config = load_ok("[[keys]]\nkey='sk-1'\n[[keys]]\nkey='sk-2'\n");
-  EXPECT_EQ(config.keys[0].label, "sk-1~" + config.keys[0].secret.fingerprint().substr(5));
-  EXPECT_NE(config.keys[0].label, config.keys[1].label);
+  EXPECT_EQ(config.pools.at(0).keys[0].label, "sk-1~" + config.pools.at(0).keys[0].secret.fingerprint().substr(5));
+  EXPECT_NE(config.pools.at(0).keys[0].label, config.pools.at(0).keys[1].label);
 }
 
 TEST(LoadPool, ParseErrorHasLineAndColumn) {
@@ -276,7 +276,7 @@ TEST(LoadPool, RelativeCaFileStartsAtThePoolFilesDirectory) {
   std::string path = temp.write("keys.toml", "[[keys]]\nkey = 'sk-1'\nca_file = 'corp-ca.pem'\n");
   LoadResult result = load_pool_file(path);
   ASSERT_TRUE(result.ok()) << result.problems_text();
-  EXPECT_EQ(result.config->keys[0].ca_file, temp.path() + "/corp-ca.pem");
+  EXPECT_EQ(result.config->pools.at(0).keys[0].ca_file, temp.path() + "/corp-ca.pem");
 }
 
 TEST(LoadPool, CaFileWithoutACertificateIsReported) {
@@ -305,7 +305,7 @@ TEST(LoaderSecrets, SkippingResolutionNeverRunsKeyCommandsOrReadsVariables) {
       "; echo sk-from-cmd\"]\n[[keys]]\nlabel = \"b\"\nkey_env = \"KEYSHIM_TEST_SURELY_UNSET_VAR\"\n";
   LoadResult skipped = load_pool_text(text, "keys.toml", SecretResolution::skip);
   ASSERT_TRUE(skipped.ok()) << skipped.problems_text();
-  EXPECT_EQ(skipped.config->keys.size(), 2u);
+  EXPECT_EQ(skipped.config->pools.at(0).keys.size(), 2u);
   EXPECT_TRUE(test::read_file(marker).empty() && !std::ifstream(marker).good()) << "key_cmd ran";
   LoadResult resolved = load_pool_text(text, "keys.toml");
   EXPECT_FALSE(resolved.ok()) << "the unset variable is a problem when resolving";

@@ -17,12 +17,13 @@ const std::string k_example_path = std::string(KEYSHIM_SOURCE_DIR) + "/keys.exam
 // Every [server] and [upstream] value, printed, so two Configs can be compared.
 std::string describe_sections(const Config& config) {
   const ServerSettings& s = config.server;
-  const UpstreamSettings& u = config.upstream;
-  return fmt::format("{} {} {} {} {} | {} {} {} {} {} {} {} {} {}", s.listen.text(),
+  const UpstreamSettings& u = config.pools.at(0).upstream;
+  return fmt::format("{} {} {} {} {} | {} {} {} {} {} {} {} {} {} {} {}", s.listen.text(),
                      s.client_token.has_value(), fmt::join(s.allowed_origins, ","), s.max_request_body,
                      s.drain_timeout.count(), u.base_url.text(), u.auth.text(), to_string(u.strategy),
                      u.max_attempts, u.connect_timeout.count(), u.first_byte_timeout.count(),
-                     u.idle_timeout.count(), u.max_cooldown.count(), u.ca_file.value_or("-"));
+                     u.idle_timeout.count(), u.max_cooldown.count(), u.ca_file.value_or("-"),
+                     u.max_wait.count(), u.max_concurrent.value_or(0));
 }
 
 } // namespace
@@ -80,5 +81,7 @@ TEST(ExampleFile, PassesValidationAsShipped) {
   ::unsetenv("KEYSHIM_EXAMPLE_TEAM_KEY"); // the variable the file once needed
   LoadResult result = load_pool_text(keyshim::test::read_file(k_example_path), k_example_path);
   ASSERT_TRUE(result.ok()) << result.problems_text();
-  EXPECT_EQ(result.config->keys.size(), 4u);
+  ASSERT_EQ(result.config->pools.size(), 3u);
+  EXPECT_EQ(result.config->pools.at(0).keys.size(), 3u);
+  EXPECT_EQ(result.config->key_count(), 5u);
 }

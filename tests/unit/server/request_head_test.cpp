@@ -176,9 +176,27 @@ TEST(RequestGuard, TokenIsAcceptedWhereverClientsPutTheirKey) {
   EXPECT_FALSE(presents_token(at("/v1/models?key=tok-124"), token));
 }
 
+PoolReport pool_with(std::string name, pool::Counts counts) {
+  return {name, name == "default" ? "/" : "/" + name, "https://api.openai.com", {}, counts};
+}
+
 TEST(StatusJson, HealthSaysUnavailableWithoutAvailableKeys) {
-  EXPECT_EQ(health_json({2, 0, 1, 1}),
-            R"({"status":"unavailable","keys":{"total":2,"available":0,"cooling":1,"disabled":1}})");
+  EXPECT_EQ(health_json({pool_with("default", {2, 0, 1, 1})}),
+            R"({"status":"unavailable","keys":{"total":2,"available":0,"cooling":1,"disabled":1},)"
+            R"("pools":[{"name":"default","route":"/","status":"unavailable",)"
+            R"("keys":{"total":2,"available":0,"cooling":1,"disabled":1}}]})");
+}
+
+TEST(StatusJson, HealthIsDegradedWhenOnePoolHasNoKeyAvailable) {
+  std::vector<PoolReport> pools = {pool_with("openai", {1, 1, 0, 0}), pool_with("anthropic", {1, 0, 1, 0})};
+  std::string json = health_json(pools);
+  EXPECT_EQ(json.rfind(R"({"status":"degraded","keys":{"total":2,"available":1,"cooling":1,"disabled":0})", 0),
+            0u)
+      << json;
+  EXPECT_NE(json.find(R"({"name":"anthropic","route":"/anthropic","status":"unavailable")"), std::string::npos)
+      << json;
+  EXPECT_FALSE(every_pool_serves(pools));
+  EXPECT_TRUE(every_pool_serves({pools[0]}));
 }
 
 TEST(StatusJson, CoolingKeysCarryTheirEndAndReason) {
@@ -187,14 +205,36 @@ TEST(StatusJson, CoolingKeysCarryTheirEndAndReason) {
   key.health.state = pool::KeyState::cooling;
   key.health.until = now + std::chrono::seconds(90);
   key.health.reason = "429 Retry-After";
-  std::string json =
-      status_json({key}, {1, 0, 1, 0}, now, InstanceInfo{42, 1, "/k.toml", "", "127.0.0.1:8787"});
+  PoolReport report = pool_with("default", {1, 0, 1, 0});
+  report.keys = {key};
+  std::string json = status_json({report}, now, InstanceInfo{42, 1, "/k.toml", "", "127.0.0.1:8787"});
   EXPECT_NE(
       json.find(
           R"("state":"cooling","until":"2027-01-15T08:01:30Z","resumes_in_ms":90000,"reason":"429 Retry-After")"),
       std::string::npos)
       << json;
   EXPECT_NE(json.find(R"("pid":42)"), std::string::npos);
+  EXPECT_NE(json.find(R"("pools":[{"name":"default","route":"/","upstream":"https://api.openai.com")"),
+            std::string::npos)
+      << json;
+}
+
+TEST(StatusJson, KeysCarryTheirUsageForTodayAndSinceStart) {
+  pool::KeySnapshot key{"team", "sk-t~12345678", "https://api.openai.com", {}};
+  key.health.today.requests = 3;
+  key.health.today.failures[static_cast<std::size_t>(pool::FailureClass::rate_limit)] = 1;
+  key.health.today.input_tokens = 120;
+  key.health.today.output_tokens = 45;
+  key.health.total = key.health.today;
+  key.health.total.requests = 7;
+  PoolReport report = pool_with("default", {1, 1, 0, 0});
+  report.keys = {key};
+  std::string json = status_json({report}, util::TimePoint{}, InstanceInfo{});
+  EXPECT_NE(json.find(R"("today":{"requests":3,"failures":{"rate_limit":1,"auth":0,"quota":0,"server":0,)"
+                      R"("transport":0},"input_tokens":120,"output_tokens":45})"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find(R"("total":{"requests":7,)"), std::string::npos) << json;
 }
 
 } // namespace
