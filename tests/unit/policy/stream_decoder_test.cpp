@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <stdexcept>
@@ -232,6 +233,36 @@ TEST(StreamDecoder, DecodingGoesOnAfterTheCallerDrainsTheOutput) {
       out.clear();
     }
     EXPECT_EQ(seen, k_stream);
+  }
+}
+
+// Collects what a decoder hands over, and the largest single hand-over.
+class CollectingSink final : public DecodedSink {
+public:
+  void take(std::string_view decoded) override {
+    text.append(decoded);
+    largest = std::max(largest, decoded.size());
+  }
+  std::string text;
+  std::size_t largest = 0;
+};
+
+TEST(StreamDecoder, DecodeHandsOverAPieceThatInflatesFarInScratchSizedRuns) {
+  // 8 MiB of one repeated event compresses to a few KiB, so one received piece
+  // can decode to megabytes; the sink still sees at most 16 KiB at a time.
+  std::string big;
+  while (big.size() < (std::size_t{8} << 20)) {
+    big += k_first_event;
+  }
+  for (const Encoding& encoding : k_encodings) {
+    SCOPED_TRACE(encoding.name);
+    std::string encoded = compress(encoding.codec, big);
+    ASSERT_LT(encoded.size(), std::size_t{64} << 10);
+    auto decoder = make_decoder(encoding.header);
+    CollectingSink sink;
+    ASSERT_TRUE(decoder->decode(encoded, sink));
+    EXPECT_TRUE(sink.text == big) << "decoded " << sink.text.size() << " of " << big.size() << " bytes";
+    EXPECT_LE(sink.largest, std::size_t{16} << 10);
   }
 }
 
