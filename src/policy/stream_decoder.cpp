@@ -1,7 +1,8 @@
 // Decoding a copy of a compressed response body one received piece at a time.
 // Every decoder writes through a fixed scratch buffer and keeps only what fits
 // under the caller's cap: a small body that inflates to gigabytes costs time,
-// never memory. The encoded bytes themselves are never touched.
+// never memory (the usage meter, which reads all of it, takes it a scratch
+// buffer at a time). The encoded bytes themselves are never touched.
 #include "policy/stream_decoder.hpp"
 
 #include "util/ascii.hpp"
@@ -27,19 +28,33 @@ using Scratch = std::array<std::uint8_t, k_scratch_size>;
 // RFC 9659: zstd as an HTTP content coding uses windows of at most 8 MiB.
 constexpr int k_zstd_window_log_max = 23;
 
-// Appends what fits under `max_out`.
-void append_capped(std::string& out, const std::uint8_t* data, std::size_t size, std::size_t max_out) {
-  if (out.size() >= max_out) {
-    return;
+// Hands the first `size` bytes of the scratch buffer to the sink.
+void emit(DecodedSink& sink, const Scratch& scratch, std::size_t size) {
+  if (size != 0) {
+    sink.take(std::string_view(reinterpret_cast<const char*>(scratch.data()), size));
   }
-  out.append(reinterpret_cast<const char*>(data), std::min(size, max_out - out.size()));
 }
+
+// StreamDecoder::feed's sink: keeps what fits under `max_out`, drops the rest.
+class CappedAppend final : public DecodedSink {
+public:
+  CappedAppend(std::string& out, std::size_t max_out) : m_out(out), m_max_out(max_out) {}
+  void take(std::string_view decoded) override {
+    if (m_out.size() < m_max_out) {
+      m_out.append(decoded.substr(0, m_max_out - m_out.size()));
+    }
+  }
+
+private:
+  std::string& m_out;
+  std::size_t m_max_out;
+};
 
 class IdentityDecoder final : public StreamDecoder {
 public:
-  bool feed(std::string_view in, std::string& out, std::size_t max_out) override {
-    if (out.size() < max_out) {
-      out.append(in.substr(0, max_out - out.size()));
+  bool decode(std::string_view in, DecodedSink& sink) override {
+    if (!in.empty()) {
+      sink.take(in);
     }
     return true;
   }
@@ -71,7 +86,7 @@ public:
   ZlibDecoder(const ZlibDecoder&) = delete;
   ZlibDecoder& operator=(const ZlibDecoder&) = delete;
 
-  bool feed(std::string_view in, std::string& out, std::size_t max_out) override {
+  bool decode(std::string_view in, DecodedSink& sink) override {
     if (m_failed) {
       return false;
     }
@@ -85,11 +100,11 @@ public:
       if (m_head.size() < wanted) {
         return true;
       }
-      if (!start() || !inflate_all(m_head, out, max_out)) {
+      if (!start() || !inflate_all(m_head, sink)) {
         return fail();
       }
     }
-    return inflate_all(in, out, max_out);
+    return inflate_all(in, sink);
   }
 
 private:
@@ -103,13 +118,13 @@ private:
   }
 
   // zlib counts input in uInt, so a huge piece goes in slices.
-  bool inflate_all(std::string_view in, std::string& out, std::size_t max_out) {
+  bool inflate_all(std::string_view in, DecodedSink& sink) {
     constexpr std::size_t k_max_slice = std::numeric_limits<uInt>::max();
     while (!in.empty() && !m_done) {
       std::size_t slice = std::min(in.size(), k_max_slice);
       m_stream.next_in = reinterpret_cast<const Bytef*>(in.data());
       m_stream.avail_in = static_cast<uInt>(slice);
-      if (!inflate_slice(out, max_out)) {
+      if (!inflate_slice(sink)) {
         return fail();
       }
       in.remove_prefix(slice);
@@ -117,12 +132,12 @@ private:
     return true;
   }
 
-  bool inflate_slice(std::string& out, std::size_t max_out) {
+  bool inflate_slice(DecodedSink& sink) {
     while (true) {
       m_stream.next_out = m_scratch.data();
       m_stream.avail_out = static_cast<uInt>(m_scratch.size());
       int rc = inflate(&m_stream, Z_NO_FLUSH);
-      append_capped(out, m_scratch.data(), m_scratch.size() - m_stream.avail_out, max_out);
+      emit(sink, m_scratch, m_scratch.size() - m_stream.avail_out);
       if (rc == Z_STREAM_END) {
         m_done = true; // anything after the end is ignored
         return true;
@@ -155,7 +170,7 @@ private:
 
 class BrotliDecoder final : public StreamDecoder {
 public:
-  bool feed(std::string_view in, std::string& out, std::size_t max_out) override {
+  bool decode(std::string_view in, DecodedSink& sink) override {
     if (!m_state || m_failed) {
       return false;
     }
@@ -169,7 +184,7 @@ public:
       std::size_t avail_out = m_scratch.size();
       BrotliDecoderResult result =
           BrotliDecoderDecompressStream(m_state.get(), &avail_in, &next_in, &avail_out, &next_out, nullptr);
-      append_capped(out, m_scratch.data(), m_scratch.size() - avail_out, max_out);
+      emit(sink, m_scratch, m_scratch.size() - avail_out);
       switch (result) {
       case BROTLI_DECODER_RESULT_NEEDS_MORE_OUTPUT:
         continue;
@@ -203,7 +218,7 @@ public:
     }
   }
 
-  bool feed(std::string_view in, std::string& out, std::size_t max_out) override {
+  bool decode(std::string_view in, DecodedSink& sink) override {
     if (!m_context || m_failed) {
       return false;
     }
@@ -217,7 +232,7 @@ public:
       if (ZSTD_isError(rc)) {
         return end_or_fail(rc);
       }
-      append_capped(out, m_scratch.data(), output.pos, max_out);
+      emit(sink, m_scratch, output.pos);
       if (rc == 0) {
         m_completed_frame = true; // a frame ended; another may follow
       }
@@ -248,6 +263,11 @@ private:
 };
 
 } // namespace
+
+bool StreamDecoder::feed(std::string_view in, std::string& out, std::size_t max_out) {
+  CappedAppend sink(out, max_out);
+  return decode(in, sink);
+}
 
 std::unique_ptr<StreamDecoder> make_decoder(std::string_view content_encoding) {
   std::string name = util::to_lower(util::trim(content_encoding));

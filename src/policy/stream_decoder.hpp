@@ -1,7 +1,7 @@
 #pragma once
-// Reading the start of a compressed response body: the relay decodes a copy of
-// a gzip/deflate/br/zstd event stream to check its first event, and relays the
-// encoded bytes untouched.
+// Reading a compressed response body: the relay decodes a copy of a
+// gzip/deflate/br/zstd event stream to check its first event, the usage meter
+// decodes a copy of all of it, and the encoded bytes are relayed untouched.
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -9,16 +9,30 @@
 
 namespace keyshim::policy {
 
+// Where a decoder puts its output: each call gets the next decoded bytes, at
+// most one scratch buffer (16 KiB) of them, valid only during the call.
+class DecodedSink {
+public:
+  virtual void take(std::string_view decoded) = 0;
+
+protected:
+  ~DecodedSink() = default;
+};
+
 // An incremental decoder of one Content-Encoding. Memory is bounded: decoding
 // goes through a fixed scratch buffer, and zstd windows above 8 MiB (the HTTP
 // limit of RFC 9659) are refused as corrupt. Not thread-safe; one per response.
 class StreamDecoder {
 public:
   virtual ~StreamDecoder() = default;
-  // Decode the next piece of the encoded body, appending decoded bytes to `out`
-  // but never letting out.size() exceed `max_out` (extra output is dropped; the
-  // caller only looks at the start). False once the input is corrupt.
-  virtual bool feed(std::string_view in, std::string& out, std::size_t max_out) = 0;
+  // Decode the next piece of the encoded body, handing all of its decoded bytes
+  // to `sink` in order, however far the piece inflates. False once the input
+  // is corrupt.
+  virtual bool decode(std::string_view in, DecodedSink& sink) = 0;
+  // Decode the next piece, appending decoded bytes to `out` but never letting
+  // out.size() exceed `max_out` (extra output is dropped; the caller only
+  // looks at the start). False once the input is corrupt.
+  bool feed(std::string_view in, std::string& out, std::size_t max_out);
 };
 
 // A decoder for a Content-Encoding header value (case-insensitive, surrounding

@@ -2,22 +2,21 @@
 // any split of the input, streams flushed mid-way, the output cap, corruption.
 #include "policy/stream_decoder.hpp"
 
-#define ZLIB_CONST
-#include <brotli/encode.h>
-#include <zlib.h>
-#include <zstd.h>
+#include "compression.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
-#include <cstdint>
-#include <stdexcept>
 #include <vector>
 
 namespace keyshim::policy {
 namespace {
 
-enum class Codec { gzip, zlib_deflate, raw_deflate, brotli, zstd };
+using test::Codec;
+using test::compress;
+using test::compress_pieces;
+using test::zstd_pieces;
 
 struct Encoding {
   Codec codec;
@@ -51,103 +50,6 @@ std::string later_events() {
 
 const std::string k_later_events = later_events();
 const std::string k_stream = k_first_event + k_later_events;
-
-// Each piece compressed and flushed so that it decodes before the next exists,
-// the last one finishing the stream. Returns the compressed bytes per piece.
-std::vector<std::string> zlib_pieces(int window_bits, const std::vector<std::string>& pieces) {
-  z_stream stream{};
-  if (deflateInit2(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    throw std::runtime_error("deflateInit2 failed");
-  }
-  std::vector<std::string> encoded;
-  for (std::size_t i = 0; i < pieces.size(); ++i) {
-    int flush = i + 1 == pieces.size() ? Z_FINISH : Z_SYNC_FLUSH;
-    stream.next_in = reinterpret_cast<const Bytef*>(pieces[i].data());
-    stream.avail_in = static_cast<uInt>(pieces[i].size());
-    std::string chunk;
-    std::array<Bytef, 4096> buffer{};
-    do {
-      stream.next_out = buffer.data();
-      stream.avail_out = static_cast<uInt>(buffer.size());
-      deflate(&stream, flush);
-      chunk.append(reinterpret_cast<const char*>(buffer.data()), buffer.size() - stream.avail_out);
-    } while (stream.avail_out == 0);
-    encoded.push_back(chunk);
-  }
-  deflateEnd(&stream);
-  return encoded;
-}
-
-std::vector<std::string> brotli_pieces(const std::vector<std::string>& pieces) {
-  BrotliEncoderState* state = BrotliEncoderCreateInstance(nullptr, nullptr, nullptr);
-  BrotliEncoderSetParameter(state, BROTLI_PARAM_QUALITY, 5); // the default 11 is slow under sanitizers
-  std::vector<std::string> encoded;
-  for (std::size_t i = 0; i < pieces.size(); ++i) {
-    auto op = i + 1 == pieces.size() ? BROTLI_OPERATION_FINISH : BROTLI_OPERATION_FLUSH;
-    const auto* next_in = reinterpret_cast<const std::uint8_t*>(pieces[i].data());
-    std::size_t avail_in = pieces[i].size();
-    std::string chunk;
-    while (true) {
-      std::array<std::uint8_t, 4096> buffer{};
-      std::uint8_t* next_out = buffer.data();
-      std::size_t avail_out = buffer.size();
-      BrotliEncoderCompressStream(state, op, &avail_in, &next_in, &avail_out, &next_out, nullptr);
-      chunk.append(reinterpret_cast<const char*>(buffer.data()), buffer.size() - avail_out);
-      if (avail_in == 0 && !BrotliEncoderHasMoreOutput(state)) {
-        break;
-      }
-    }
-    encoded.push_back(chunk);
-  }
-  BrotliEncoderDestroyInstance(state);
-  return encoded;
-}
-
-std::vector<std::string> zstd_pieces(const std::vector<std::string>& pieces, int window_log = 0) {
-  ZSTD_CCtx* context = ZSTD_createCCtx();
-  if (window_log != 0) {
-    ZSTD_CCtx_setParameter(context, ZSTD_c_windowLog, window_log);
-  }
-  std::vector<std::string> encoded;
-  for (std::size_t i = 0; i < pieces.size(); ++i) {
-    auto mode = i + 1 == pieces.size() ? ZSTD_e_end : ZSTD_e_flush;
-    ZSTD_inBuffer input{pieces[i].data(), pieces[i].size(), 0};
-    std::string chunk;
-    std::size_t remaining = 1;
-    while (remaining != 0) {
-      std::array<char, 4096> buffer{};
-      ZSTD_outBuffer output{buffer.data(), buffer.size(), 0};
-      remaining = ZSTD_compressStream2(context, &output, &input, mode);
-      if (ZSTD_isError(remaining)) {
-        throw std::runtime_error(ZSTD_getErrorName(remaining));
-      }
-      chunk.append(buffer.data(), output.pos);
-    }
-    encoded.push_back(chunk);
-  }
-  ZSTD_freeCCtx(context);
-  return encoded;
-}
-
-std::vector<std::string> compress_pieces(Codec codec, const std::vector<std::string>& pieces) {
-  switch (codec) {
-  case Codec::gzip:
-    return zlib_pieces(MAX_WBITS + 16, pieces);
-  case Codec::zlib_deflate:
-    return zlib_pieces(MAX_WBITS, pieces);
-  case Codec::raw_deflate:
-    return zlib_pieces(-MAX_WBITS, pieces);
-  case Codec::brotli:
-    return brotli_pieces(pieces);
-  case Codec::zstd:
-    return zstd_pieces(pieces);
-  }
-  throw std::logic_error("unknown codec");
-}
-
-std::string compress(Codec codec, const std::string& text) {
-  return compress_pieces(codec, {text}).front();
-}
 
 // Feeds `encoded` in pieces of `piece_size` bytes; every piece must be accepted.
 std::string decode_in_pieces(const Encoding& encoding, std::string_view encoded, std::size_t piece_size,
@@ -232,6 +134,36 @@ TEST(StreamDecoder, DecodingGoesOnAfterTheCallerDrainsTheOutput) {
       out.clear();
     }
     EXPECT_EQ(seen, k_stream);
+  }
+}
+
+// Collects what a decoder hands over, and the largest single hand-over.
+class CollectingSink final : public DecodedSink {
+public:
+  void take(std::string_view decoded) override {
+    text.append(decoded);
+    largest = std::max(largest, decoded.size());
+  }
+  std::string text;
+  std::size_t largest = 0;
+};
+
+TEST(StreamDecoder, DecodeHandsOverAPieceThatInflatesFarInScratchSizedRuns) {
+  // 8 MiB of one repeated event compresses to a few KiB, so one received piece
+  // can decode to megabytes; the sink still sees at most 16 KiB at a time.
+  std::string big;
+  while (big.size() < (std::size_t{8} << 20)) {
+    big += k_first_event;
+  }
+  for (const Encoding& encoding : k_encodings) {
+    SCOPED_TRACE(encoding.name);
+    std::string encoded = compress(encoding.codec, big);
+    ASSERT_LT(encoded.size(), std::size_t{64} << 10);
+    auto decoder = make_decoder(encoding.header);
+    CollectingSink sink;
+    ASSERT_TRUE(decoder->decode(encoded, sink));
+    EXPECT_TRUE(sink.text == big) << "decoded " << sink.text.size() << " of " << big.size() << " bytes";
+    EXPECT_LE(sink.largest, std::size_t{16} << 10);
   }
 }
 
