@@ -14,6 +14,7 @@
 // on the event loop's thread; nothing here blocks.
 #include "policy/failure_policy.hpp"
 #include "policy/stream_decoder.hpp"
+#include "policy/usage_meter.hpp"
 #include "relay/answers.hpp"
 #include "relay/beast.hpp"
 #include "relay/deadline_timer.hpp"
@@ -150,6 +151,7 @@ private:
   void stream_failed(const std::string& why);
   void answer(const Answer& answer);
   void on_answer_written(const ErrorCode& ec, bool close);
+  void count_usage();
   void finish(Downstream::Next next);
 
   // ---- deadlines, the client, cancellation (exchange_events.cpp)
@@ -196,6 +198,7 @@ private:
   bool m_head_sent = false;
   bool m_close_after = false;
   Framing m_framing = Framing::chunked;
+  std::optional<policy::UsageMeter> m_usage; // from the commit point: the tokens the response reports
 
   DeadlineTimer m_timer;
   Watchdog m_watchdog;

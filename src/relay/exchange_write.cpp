@@ -54,6 +54,7 @@ void Exchange::commit(std::string_view first, bool done) {
   m_record.status = status;
   m_record.stream = m_framing == Framing::chunked || m_framing == Framing::close;
   m_phase = Phase::streaming;
+  m_usage.emplace(head[http::field::content_type], head[http::field::content_encoding]);
   arm_deadline(Watchdog::Kind::idle,
                m_settings.idle_timeout); // may be earlier than the first-byte one
   write_piece(first, done);
@@ -62,6 +63,9 @@ void Exchange::commit(std::string_view first, bool done) {
 // One write per piece read: the head (first time), the chunk framing around
 // the piece, and the last-chunk when the body is complete.
 void Exchange::write_piece(std::string_view data, bool last) {
+  if (m_usage) {
+    m_usage->feed(data); // reads a copy as it passes; the bytes written are `data` as received
+  }
   if (m_head_sent) {
     m_prefix.clear();
   }
@@ -148,6 +152,20 @@ void Exchange::on_answer_written(const ErrorCode& ec, bool close) {
   finish(close ? Downstream::Next::close : Downstream::Next::request);
 }
 
+// The tokens the response reported, for its key's usage and the log line.
+void Exchange::count_usage() {
+  if (!m_usage) {
+    return;
+  }
+  policy::Usage usage = m_usage->finish();
+  m_usage.reset();
+  m_record.input_tokens = usage.input;
+  m_record.output_tokens = usage.output;
+  if (usage.input || usage.output) {
+    m_pool.count_tokens(m_attempt.index, usage.input.value_or(0), usage.output.value_or(0));
+  }
+}
+
 void Exchange::finish(Downstream::Next next) {
   if (m_phase == Phase::done) {
     return;
@@ -157,6 +175,7 @@ void Exchange::finish(Downstream::Next next) {
   ++m_generation;
   m_watchdog.stop();
   m_timer.cancel();
+  count_usage();
   release_key();
   m_record.duration = duration_cast<milliseconds>(m_context.clock.now() - m_started);
   log_request(m_record);

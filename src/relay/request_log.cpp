@@ -19,6 +19,10 @@ std::string join(const std::vector<std::string>& parts) {
   return out;
 }
 
+std::string tokens_text(const std::optional<std::uint64_t>& tokens) {
+  return tokens ? std::to_string(*tokens) : "?";
+}
+
 } // namespace
 
 std::string format_request_text(const RequestRecord& r) {
@@ -37,6 +41,9 @@ std::string format_request_text(const RequestRecord& r) {
     line += fmt::format(" ttfb={}", util::format_duration(*r.ttfb));
   }
   line += fmt::format(" dur={} bytes={}", util::format_duration(r.duration), r.bytes);
+  if (r.input_tokens || r.output_tokens) {
+    line += fmt::format(" in={} out={}", tokens_text(r.input_tokens), tokens_text(r.output_tokens));
+  }
   if (r.stream) {
     line += " stream";
   }
@@ -65,6 +72,8 @@ void log_request(const RequestRecord& r) {
       {"dur_ms", std::to_string(r.duration.count()), true},
       {"bytes", std::to_string(r.bytes), true},
       {"stream", r.stream ? "true" : "false", true},
+      {"input_tokens", r.input_tokens ? std::to_string(*r.input_tokens) : "null", true},
+      {"output_tokens", r.output_tokens ? std::to_string(*r.output_tokens) : "null", true},
   };
   if (!r.error.empty()) {
     fields.push_back({"error", r.error});

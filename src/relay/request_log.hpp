@@ -1,7 +1,7 @@
 #pragma once
 // The one log line per request:
 // `TS POST /v1/chat/completions 200 key=personal attempts=2
-//  chain=team:429,personal:200 ttfb=412ms dur=8.1s bytes=10432 stream`.
+//  chain=team:429,personal:200 ttfb=412ms dur=8.1s bytes=10432 in=1200 out=310 stream`.
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -22,6 +22,8 @@ struct RequestRecord {
   std::chrono::milliseconds duration{0};
   std::uint64_t bytes = 0;  // body bytes written to the client
   bool stream = false;      // sent chunked as it arrived
+  std::optional<std::uint64_t> input_tokens;  // the usage the response reported, if it did
+  std::optional<std::uint64_t> output_tokens;
   std::string error;        // why it ended abnormally, "" when it did not
   bool client_left = false; // the client hung up: its own doing, not a warning
 };
