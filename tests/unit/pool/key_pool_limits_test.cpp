@@ -1,0 +1,135 @@
+// max_concurrent and the per-key usage counts of one pool.
+#include "pool/key_pool.hpp"
+
+#include "pool_test_support.hpp"
+#include "support/fake_clock.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <ctime>
+
+namespace keyshim::pool {
+namespace {
+
+using namespace std::chrono_literals;
+using config::Strategy;
+using test::make_keys;
+using test::take;
+
+std::vector<config::KeyConfig> limited(std::vector<int> limits) {
+  std::vector<config::KeyConfig> keys;
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    keys.push_back(test::make_key("k" + std::to_string(i)));
+    keys.back().max_concurrent = limits[i];
+  }
+  return keys;
+}
+
+TEST(KeyPoolLimits, AKeyAtItsMaxConcurrentIsSkippedUntilASlotFrees) {
+  test::FakeClock clock;
+  KeyPool pool(limited({1, 2}), Strategy::ordered, clock);
+  EXPECT_EQ(take(pool), 0);
+  EXPECT_EQ(take(pool), 1); // key 0 is busy
+  EXPECT_EQ(take(pool), 1);
+  Selection none = pool.acquire({});
+  EXPECT_FALSE(none.index);
+  EXPECT_TRUE(none.busy);
+  EXPECT_FALSE(none.earliest_available);
+  pool.release(0);
+  EXPECT_EQ(take(pool), 0);
+}
+
+TEST(KeyPoolLimits, ZeroMeansUnlimited) {
+  test::FakeClock clock;
+  KeyPool pool(limited({0}), Strategy::ordered, clock);
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_EQ(take(pool), 0);
+  }
+  EXPECT_EQ(pool.health(0).in_flight, 100);
+}
+
+TEST(KeyPoolLimits, ACoolingKeyIsNotBusy) {
+  test::FakeClock clock;
+  KeyPool pool(limited({1}), Strategy::ordered, clock);
+  pool.record_cooldown(0, 429, 30s, true, "429");
+  Selection none = pool.acquire({});
+  EXPECT_FALSE(none.index);
+  EXPECT_FALSE(none.busy);
+  ASSERT_TRUE(none.earliest_available);
+  EXPECT_EQ(*none.earliest_available, clock.now() + 30s);
+}
+
+TEST(KeyPoolLimits, AnExcludedBusyKeyDoesNotCountAsBusy) {
+  test::FakeClock clock;
+  KeyPool pool(limited({1}), Strategy::ordered, clock);
+  ASSERT_EQ(take(pool), 0);
+  EXPECT_FALSE(pool.acquire({true}).busy);
+}
+
+TEST(KeyPoolLimits, RoundRobinAndLeastRecentlyUsedRespectTheLimitToo) {
+  for (Strategy strategy : {Strategy::round_robin, Strategy::least_recently_used}) {
+    test::FakeClock clock;
+    KeyPool pool(limited({1, 1}), strategy, clock);
+    int first = take(pool);
+    clock.advance(1s);
+    int second = take(pool);
+    EXPECT_NE(first, second) << to_string(strategy);
+    EXPECT_EQ(take(pool), -1) << to_string(strategy);
+  }
+}
+
+TEST(KeyPoolUsage, AttemptsFailuresAndTokensAreCountedForTodayAndSinceStart) {
+  test::FakeClock clock;
+  KeyPool pool(make_keys({"a"}), Strategy::ordered, clock);
+  pool.count_attempt(0, std::nullopt);
+  pool.count_attempt(0, FailureClass::rate_limit);
+  pool.count_attempt(0, FailureClass::transport);
+  pool.count_tokens(0, 120, 45);
+  pool.count_tokens(0, 30, 5);
+  KeyHealth h = pool.health(0);
+  for (const UsageCounts& usage : {h.today, h.total}) {
+    EXPECT_EQ(usage.requests, 3u);
+    EXPECT_EQ(usage.failures.at(static_cast<std::size_t>(FailureClass::rate_limit)), 1u);
+    EXPECT_EQ(usage.failures.at(static_cast<std::size_t>(FailureClass::transport)), 1u);
+    EXPECT_EQ(usage.failures.at(static_cast<std::size_t>(FailureClass::auth)), 0u);
+    EXPECT_EQ(usage.input_tokens, 150u);
+    EXPECT_EQ(usage.output_tokens, 50u);
+  }
+}
+
+// "Today" starts at local midnight: TZ (a POSIX rule, UTC+1, no tzdata
+// needed) is set for this process only.
+TEST(KeyPoolUsage, TodayStartsAgainAtLocalMidnightAndSinceStartDoesNot) {
+  ::setenv("TZ", "<+01>-1", 1);
+  ::tzset();
+  test::FakeClock clock; // 2026-11-29T12:00:00Z is 13:00 local
+  KeyPool pool(make_keys({"a"}), Strategy::ordered, clock);
+  pool.count_attempt(0, std::nullopt);
+  pool.count_tokens(0, 10, 20);
+  clock.advance(10h + 59min); // 23:59 local
+  pool.count_attempt(0, std::nullopt);
+  EXPECT_EQ(pool.health(0).today.requests, 2u);
+  clock.advance(1min); // local midnight, 23:00 UTC
+  KeyHealth h = pool.health(0);
+  EXPECT_EQ(h.today.requests, 0u);
+  EXPECT_EQ(h.today.input_tokens, 0u);
+  EXPECT_EQ(h.total.requests, 2u);
+  EXPECT_EQ(h.total.input_tokens, 10u);
+  ::unsetenv("TZ");
+  ::tzset();
+}
+
+TEST(KeyPoolUsage, UsageCarriesAcrossAReloadThatKeepsTheKey) {
+  test::FakeClock clock;
+  KeyPool pool(make_keys({"a"}), Strategy::ordered, clock);
+  pool.count_attempt(0, FailureClass::server);
+  pool.count_tokens(0, 7, 8);
+  std::shared_ptr<KeyPool> next = KeyPool::reloaded(pool, make_keys({"new", "a"}), Strategy::ordered);
+  EXPECT_EQ(next->health(1).total.requests, 1u);
+  EXPECT_EQ(next->health(1).total.output_tokens, 8u);
+  EXPECT_EQ(next->health(0).total.requests, 0u);
+}
+
+} // namespace
+} // namespace keyshim::pool
