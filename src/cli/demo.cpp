@@ -197,6 +197,8 @@ std::string indented(const std::string& lines) {
   return out;
 }
 
+const util::Json::Array k_no_items;
+
 // What each key got, in the order keyshim tried them, from /status.
 void print_failover(const util::Json& status) {
   std::vector<std::string> chain;
@@ -217,6 +219,14 @@ void print_failover(const util::Json& status) {
     if (state == "cooling") {
       state += fmt::format(
           " for {}", util::format_duration(std::chrono::milliseconds(json_integer(key, "resumes_in_ms"))));
+    }
+    // A rate limit is the model's: the key stays available for other models.
+    const util::Json* models = key.find("models");
+    for (const util::Json& model : models ? models->items() : k_no_items) {
+      state += fmt::format(
+          ", but model {} is cooling on it for {}", model.string_at("model").value_or("?"),
+          util::format_duration(std::chrono::milliseconds(json_integer(model, "resumes_in_ms"))));
+      reason = model.string_at("reason").value_or(reason);
     }
     details += fmt::format("  {:<12} {}  -> now {}{}\n", label, last, state,
                            reason.empty() ? "" : fmt::format(" ({})", reason));

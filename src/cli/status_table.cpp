@@ -111,6 +111,9 @@ std::string render_rows(const std::vector<Row>& rows, bool colour) {
         line.append(widths[i] - row[i].size() + 2, ' ');
       }
     }
+    while (!line.empty() && line.back() == ' ') {
+      line.pop_back(); // a row with empty last columns (a model under its key)
+    }
     out += line + "\n";
   }
   return out;
@@ -158,6 +161,16 @@ std::string render_pool(const util::Json& pool, bool colour) {
   std::vector<UsageRow> usage = {{"USAGE", "TODAY", "FAILED", "IN", "OUT", "SINCE START", "FAILED", "IN", "OUT"}};
   for (const util::Json& key : keys->items()) {
     rows.push_back(key_row(key));
+    // A model cooling on this key, under it: the key still serves the others.
+    if (const util::Json* models = key.find("models")) {
+      for (const util::Json& model : models->items()) {
+        Row row = key_row(model);
+        row[0] = "  model " + string_or_dash(model, "model");
+        row[1] = "";
+        std::fill(row.begin() + 5, row.end(), "");
+        rows.push_back(row);
+      }
+    }
     usage.push_back(usage_row(key));
   }
   return out + render_rows(rows, colour) + render_rows(usage, false) + "\n";

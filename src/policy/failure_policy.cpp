@@ -57,6 +57,11 @@ Verdict make(Action action, HealthChange change, milliseconds cooldown, std::str
   return verdict;
 }
 
+Verdict scoped(Verdict verdict) {
+  verdict.scope = Scope::model;
+  return verdict;
+}
+
 Verdict transport_verdict(const Outcome& outcome, const KeyHistory& history, const Limits& limits) {
   milliseconds cooldown = failure_streak_cooldown(history, limits);
   switch (outcome.transport) {
@@ -71,8 +76,9 @@ Verdict transport_verdict(const Outcome& outcome, const KeyHistory& history, con
     break;
   }
   // Never the same key again: a silent upstream may still be generating, and
-  // a replay there multiplies the wait.
-  return make(Action::next_key, HealthChange::failure, cooldown, "first byte timeout");
+  // a replay there multiplies the wait. A model that thinks too long (or is
+  // stuck) says nothing about the key's other models.
+  return scoped(make(Action::next_key, HealthChange::failure, cooldown, "first byte timeout"));
 }
 
 // A 2xx/3xx commits, unless it is an event stream that opens with an error
@@ -83,8 +89,8 @@ Verdict success_verdict(const Outcome& outcome, const Limits& limits) {
     std::optional<std::size_t> end = first_event_end(body);
     std::optional<std::string> error = first_event_error(end ? body.substr(0, *end) : body);
     if (error) {
-      return make(Action::next_key, HealthChange::cool, cap(k_error_event_cooldown, limits),
-                  "error event " + *error);
+      return scoped(make(Action::next_key, HealthChange::cool, cap(k_error_event_cooldown, limits),
+                         "error event " + *error));
     }
   }
   return make(Action::commit, HealthChange::success, milliseconds(0), std::to_string(outcome.status));
@@ -95,12 +101,12 @@ Verdict rate_limit_verdict(const Outcome& outcome, const KeyHistory& history, ut
   if (std::optional<RetryHint> hint = find_retry_hint(outcome.headers, outcome.body, now)) {
     milliseconds wait = cap(std::max(hint->wait, k_hint_floor), limits);
     std::string source = hint->source == "body" ? "body hint" : hint->source;
-    return make(Action::next_key, HealthChange::cool, wait, "429 " + source);
+    return scoped(make(Action::next_key, HealthChange::cool, wait, "429 " + source));
   }
   // No hint: back off harder on each hint-less 429 in a row.
   milliseconds wait = cap(
       doubling(k_rate_limit_cooldown, history.consecutive_rate_limits, k_rate_limit_cooldown_cap), limits);
-  Verdict verdict = make(Action::next_key, HealthChange::cool, wait, "429");
+  Verdict verdict = scoped(make(Action::next_key, HealthChange::cool, wait, "429"));
   verdict.rate_limited = true;
   return verdict;
 }
@@ -121,8 +127,8 @@ Verdict classify(const Outcome& outcome, const KeyHistory& history, util::TimePo
     return success_verdict(outcome, limits);
   }
   if (is_transient_5xx(status)) {
-    return make(Action::retry_same_key, HealthChange::failure, failure_streak_cooldown(history, limits),
-                std::to_string(status));
+    return scoped(make(Action::retry_same_key, HealthChange::failure, failure_streak_cooldown(history, limits),
+                       std::to_string(status)));
   }
   // Billing beats everything else a 4xx can mean: 402 always, and 429/403
   // (also 400: Anthropic's "credit balance is too low") when the body says so.

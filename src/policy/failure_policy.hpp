@@ -50,9 +50,18 @@ enum class HealthChange {
   none,    // untouched
 };
 
+// Whose health the change is about. Provider limits and outages are mostly
+// per model (OpenAI's rate limits, Anthropic's 529, Gemini's per-model
+// quotas); a revoked key or an empty account is the key's for every model.
+enum class Scope {
+  key,   // 401, 402, quota and billing, invalid key, other 403, connection failures
+  model, // 429 without an account-wide quota signal, 5xx and 529, error events, first-byte timeouts
+};
+
 struct Verdict {
   Action action = Action::relay;
   HealthChange change = HealthChange::none;
+  Scope scope = Scope::key; // a request without a model applies every change to the key
   milliseconds cooldown{0};
   bool rate_limited = false; // the cooldown extends the rate-limit streak (429 doubling)
   // Short, human, key-free: "429 Retry-After", "401", "insufficient_quota",

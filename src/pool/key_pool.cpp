@@ -11,6 +11,7 @@ namespace keyshim::pool {
 struct KeyPool::Cell {
   mutable std::mutex mutex;
   KeyHealth health;
+  ModelTable models;
 
   // A cooldown that has ended reads, and from now on is, available.
   void expire(util::TimePoint now) {
@@ -50,6 +51,21 @@ struct KeyPool::Cell {
     return health.today;
   }
 };
+
+namespace {
+
+// A model cooling on one key until now + cooldown, never shortening a longer one.
+void cool_model(ModelHealth& entry, util::TimePoint now, milliseconds cooldown, const std::string& reason) {
+  util::TimePoint until = now + cooldown;
+  if (entry.cooling(now) && entry.until >= until) {
+    return;
+  }
+  entry.cooled = true;
+  entry.until = until;
+  entry.reason = reason;
+}
+
+} // namespace
 
 const char* to_string(FailureClass failure) {
   switch (failure) {
@@ -116,7 +132,7 @@ const config::KeyConfig& KeyPool::key(std::size_t index) const {
   return m_keys.at(index);
 }
 
-Selection KeyPool::acquire(const std::vector<bool>& excluded) {
+Selection KeyPool::acquire(const std::vector<bool>& excluded, const std::string* model) {
   const util::TimePoint now = m_clock.now();
   const std::size_t count = m_keys.size();
   auto is_excluded = [&](std::size_t i) { return i < excluded.size() && excluded[i]; };
@@ -131,6 +147,7 @@ Selection KeyPool::acquire(const std::vector<bool>& excluded) {
   // Check eligibility and take the key under its cell lock in one step, so a
   // key that starts cooling concurrently is never handed out afterwards.
   bool busy = false;
+  bool probe = false;
   auto try_take = [&](std::size_t i) {
     Cell& cell = *m_cells[i];
     std::lock_guard lock(cell.mutex);
@@ -141,6 +158,18 @@ Selection KeyPool::acquire(const std::vector<bool>& excluded) {
     if (int limit = m_keys[i].max_concurrent; limit > 0 && cell.health.in_flight >= limit) {
       busy = true;
       return false;
+    }
+    if (model != nullptr) {
+      const ModelHealth* entry = cell.models.find(*model);
+      if (entry != nullptr && entry->probing && !entry->cooling(now)) {
+        busy = true; // the probe ends soon, one way or the other
+        return false;
+      }
+      ModelAccess access = cell.models.access(*model, now);
+      if (access == ModelAccess::closed) {
+        return false;
+      }
+      probe = access == ModelAccess::probe;
     }
     ++cell.health.in_flight;
     cell.health.last_used = now;
@@ -188,52 +217,85 @@ Selection KeyPool::acquire(const std::vector<bool>& excluded) {
 
   Selection selection;
   selection.index = chosen;
+  selection.probe = chosen && probe;
   if (!chosen) {
-    selection.earliest_available = earliest_available();
+    selection.earliest_available = earliest_available(model);
     selection.busy = busy;
   }
   return selection;
 }
 
-void KeyPool::release(std::size_t index) {
+void KeyPool::release(std::size_t index, const std::string* probed) {
   Cell& cell = *m_cells.at(index);
   std::lock_guard lock(cell.mutex);
   if (cell.health.in_flight > 0) {
     --cell.health.in_flight;
   }
+  if (probed != nullptr) {
+    cell.models.end_probe(*probed);
+  }
 }
 
-void KeyPool::record_success(std::size_t index, int status) {
+void KeyPool::record_success(std::size_t index, int status, const std::string* model) {
   Cell& cell = *m_cells.at(index);
   std::lock_guard lock(cell.mutex);
   cell.health.ok_count++;
   cell.health.consecutive_failures = 0;
   cell.health.consecutive_rate_limits = 0;
   cell.health.last_status = status;
+  if (model != nullptr) {
+    cell.models.erase(*model);
+  }
 }
 
-void KeyPool::record_failure(std::size_t index, int status, milliseconds cooldown,
-                             const std::string& reason) {
+void KeyPool::record_failure(std::size_t index, int status, milliseconds cooldown, const std::string& reason,
+                             const std::string* model) {
   Cell& cell = *m_cells.at(index);
   std::lock_guard lock(cell.mutex);
   cell.health.error_count++;
-  cell.health.consecutive_failures++;
   cell.health.last_status = status;
+  if (model != nullptr) {
+    ModelHealth& entry = cell.models.get(*model, m_clock.now());
+    entry.consecutive_failures++;
+    entry.probing = false;
+    if (cooldown > milliseconds(0)) {
+      cool_model(entry, m_clock.now(), cooldown, reason);
+    }
+    return;
+  }
+  cell.health.consecutive_failures++;
   if (cooldown > milliseconds(0)) {
     cell.cool(m_clock.now(), cooldown, reason);
   }
 }
 
 void KeyPool::record_cooldown(std::size_t index, int status, milliseconds cooldown, bool rate_limited,
-                              const std::string& reason) {
+                              const std::string& reason, const std::string* model) {
   Cell& cell = *m_cells.at(index);
   std::lock_guard lock(cell.mutex);
   cell.health.error_count++;
   cell.health.last_status = status;
+  if (model != nullptr) {
+    ModelHealth& entry = cell.models.get(*model, m_clock.now());
+    entry.consecutive_rate_limits += rate_limited ? 1 : 0;
+    entry.probing = false;
+    cool_model(entry, m_clock.now(), cooldown, reason);
+    return;
+  }
   if (rate_limited) {
     cell.health.consecutive_rate_limits++;
   }
   cell.cool(m_clock.now(), cooldown, reason);
+}
+
+Streaks KeyPool::streaks(std::size_t index, const std::string* model) const {
+  Cell& cell = *m_cells.at(index);
+  std::lock_guard lock(cell.mutex);
+  if (model == nullptr) {
+    return {cell.health.consecutive_failures, cell.health.consecutive_rate_limits};
+  }
+  const ModelHealth* entry = cell.models.find(*model);
+  return entry ? Streaks{entry->consecutive_failures, entry->consecutive_rate_limits} : Streaks{};
 }
 
 void KeyPool::record_disable(std::size_t index, int status, const std::string& reason) {
@@ -278,7 +340,9 @@ KeyHealth KeyPool::health(std::size_t index) const {
   util::TimePoint now = m_clock.now();
   cell.expire(now);
   cell.today(now);
-  return cell.health;
+  KeyHealth health = cell.health;
+  health.models = cell.models.entries();
+  return health;
 }
 
 std::vector<KeySnapshot> KeyPool::snapshot() const {
@@ -310,12 +374,22 @@ Counts KeyPool::counts() const {
   return counts;
 }
 
-std::optional<util::TimePoint> KeyPool::earliest_available() const {
+std::optional<util::TimePoint> KeyPool::earliest_available(const std::string* model) const {
+  const util::TimePoint now = m_clock.now();
   std::optional<util::TimePoint> earliest;
   for (std::size_t i = 0; i < m_keys.size(); ++i) {
-    KeyHealth h = health(i);
-    if (h.state == KeyState::cooling && (!earliest || h.until < *earliest)) {
-      earliest = h.until;
+    Cell& cell = *m_cells[i];
+    std::lock_guard lock(cell.mutex);
+    cell.expire(now);
+    std::optional<util::TimePoint> end;
+    if (cell.health.state == KeyState::cooling) {
+      end = cell.health.until;
+    } else if (const ModelHealth* entry = model ? cell.models.find(*model) : nullptr;
+               cell.health.state == KeyState::available && entry && entry->cooling(now)) {
+      end = entry->until;
+    }
+    if (end && (!earliest || *end < *earliest)) {
+      earliest = end;
     }
   }
   return earliest;

@@ -2,6 +2,7 @@
 // The keys of one pool file and their health. Thread-safe: many relays select
 // and report concurrently.
 #include "config/config.hpp"
+#include "pool/model_health.hpp"
 #include "util/clock.hpp"
 
 #include <array>
@@ -49,6 +50,13 @@ struct KeyHealth {
   UsageCounts today; // since local midnight
   UsageCounts total; // since keyshim started
   int usage_day = 0; // the local day `today` counts: year * 1000 + day of the year
+  std::vector<ModelHealth> models; // models in trouble on this key
+};
+
+// The failure streaks that set the next backoff: the key's, or one model's on it.
+struct Streaks {
+  int failures = 0;
+  int rate_limits = 0;
 };
 
 struct KeySnapshot {
@@ -69,7 +77,9 @@ struct Selection {
   std::optional<std::size_t> index; // the chosen key, already counted in flight
   std::optional<util::TimePoint>
       earliest_available; // when nothing is eligible: the first cooldown end, if any
-  bool busy = false;      // when nothing is eligible: a key was skipped at its max_concurrent
+  bool busy = false;      // when nothing is eligible: a key was skipped at its max_concurrent, or
+                          // its model is being probed by another request
+  bool probe = false;     // the chosen key's model cooldown has ended: this request probes it
 };
 
 class KeyPool {
@@ -89,19 +99,26 @@ public:
   // Pick an eligible key not marked in `excluded` (indexed like the pool;
   // shorter vectors mean "not excluded") by the pool's strategy, count it in
   // flight and stamp its last use. A key with max_concurrent requests in
-  // flight is not eligible. The round-robin cursor moves at selection
+  // flight is not eligible, nor one cooling for `model` (when given), nor one
+  // whose model is being probed by another request. The round-robin cursor moves at selection
   // time so concurrent callers spread across keys.
-  Selection acquire(const std::vector<bool>& excluded);
-  // The request that acquired `index` is done with it.
-  void release(std::size_t index);
+  Selection acquire(const std::vector<bool>& excluded, const std::string* model = nullptr);
+  // The request that acquired `index` is done with it; `probed` is the model
+  // it was probing (Selection::probe), if any.
+  void release(std::size_t index, const std::string* probed = nullptr);
 
-  void record_success(std::size_t index, int status);
-  // A failure counting toward the streak; cools for `cooldown` when non-zero.
-  void record_failure(std::size_t index, int status, milliseconds cooldown, const std::string& reason);
-  // Cooling for `cooldown` from now, never shortening a longer one.
-  // `rate_limited` extends the rate-limit streak.
+  // Success: clears the key's streaks and, with `model`, that model's trouble.
+  void record_success(std::size_t index, int status, const std::string* model = nullptr);
+  // A failure counting toward the streak (the model's, with `model`); cools
+  // for `cooldown` when non-zero.
+  void record_failure(std::size_t index, int status, milliseconds cooldown, const std::string& reason,
+                      const std::string* model = nullptr);
+  // Cooling for `cooldown` from now (the model on this key, with `model`),
+  // never shortening a longer one. `rate_limited` extends the rate-limit streak.
   void record_cooldown(std::size_t index, int status, milliseconds cooldown, bool rate_limited,
-                       const std::string& reason);
+                       const std::string& reason, const std::string* model = nullptr);
+  // The streaks the next backoff grows from: the model's with `model`.
+  Streaks streaks(std::size_t index, const std::string* model = nullptr) const;
   void record_disable(std::size_t index, int status, const std::string& reason);
   // A response relayed as-is (400, 404...): only the last status changes.
   void record_neutral(std::size_t index, int status);
@@ -113,8 +130,9 @@ public:
   KeyHealth health(std::size_t index) const;
   std::vector<KeySnapshot> snapshot() const;
   Counts counts() const;
-  // Earliest end of a cooldown among cooling keys (for 503 Retry-After).
-  std::optional<util::TimePoint> earliest_available() const;
+  // Earliest end of a cooldown among cooling keys, or of `model`'s cooling
+  // on keys that are not cooling themselves (for 503 Retry-After).
+  std::optional<util::TimePoint> earliest_available(const std::string* model = nullptr) const;
 
 private:
   struct Cell;

@@ -1,5 +1,6 @@
 #include "relay/exchange.hpp"
 
+#include "policy/request_model.hpp"
 #include "relay/redact.hpp"
 #include "util/ascii.hpp"
 #include "util/duration.hpp"
@@ -35,6 +36,8 @@ Exchange::Exchange(std::shared_ptr<const PoolState> state, Route route, ClientRe
   m_record.path = path_of(m_request.target()); // as the client sent it, with the pool's prefix
   m_record.pool = m_served.config->name;
   m_request.target(route.target);
+  m_model = policy::request_model(m_request.target(), m_request.body());
+  m_record.model = m_model.value_or("");
   m_excluded.assign(m_pool.size(), false);
   m_retried.assign(m_pool.size(), false);
 }
@@ -58,8 +61,9 @@ void Exchange::choose_key() {
       mask.assign(m_pool.size(), true);
       mask[*m_same_key] = false;
     }
-    pool::Selection selection = m_pool.acquire(mask);
+    pool::Selection selection = m_pool.acquire(mask, model());
     if (selection.index) {
+      m_holding_probe = selection.probe;
       attempt(*selection.index);
       return;
     }

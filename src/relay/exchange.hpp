@@ -152,6 +152,7 @@ private:
   void answer(const Answer& answer);
   void on_answer_written(const ErrorCode& ec, bool close);
   void count_usage();
+  const std::string* model() const { return m_model ? &*m_model : nullptr; }
   void finish(Downstream::Next next);
 
   // ---- deadlines, the client, cancellation (exchange_events.cpp)
@@ -184,6 +185,8 @@ private:
   int m_attempts = 0;
   std::optional<std::size_t> m_holding_key; // acquired from the pool, not yet released
   std::optional<MonoTime> m_wait_since;     // when the request first waited: max_wait runs from then
+  bool m_holding_probe = false;             // the held key probes m_model after its cooldown
+  std::optional<std::string> m_model;       // the model the request asks for, if it names one
 
   // The current attempt; upstream handlers from an older one see a different
   // generation and do nothing.

@@ -48,10 +48,15 @@ std::optional<pool::FailureClass> failure_class(const policy::Outcome& outcome, 
   return outcome.status == 429 || verdict.rate_limited ? FailureClass::rate_limit : FailureClass::server;
 }
 
+// The backoff grows from the streak of the scope the failure will count in:
+// a connection failure is the key's, anything a response says may be the
+// model's (account-wide verdicts use no streak).
 policy::Verdict Exchange::verdict_for(const policy::Outcome& outcome) const {
-  pool::KeyHealth health = m_pool.health(m_attempt.index);
-  return policy::classify(outcome, {health.consecutive_failures, health.consecutive_rate_limits},
-                          util::system_clock().now(), {m_settings.max_cooldown});
+  bool key_wide = outcome.transport != policy::TransportFailure::none &&
+                  outcome.transport != policy::TransportFailure::first_byte_timeout;
+  pool::Streaks streaks = m_pool.streaks(m_attempt.index, key_wide ? nullptr : model());
+  return policy::classify(outcome, {streaks.failures, streaks.rate_limits}, util::system_clock().now(),
+                          {m_settings.max_cooldown});
 }
 
 void Exchange::act(const policy::Outcome& outcome, const policy::Verdict& verdict,
@@ -87,21 +92,25 @@ void Exchange::apply_health(const policy::Outcome& outcome, const policy::Verdic
       "{}:{}", label, response ? std::to_string(outcome.status) : failure_word(outcome.transport, true)));
   m_pool.count_attempt(index, failure_class(outcome, verdict));
   int status = outcome.status;
+  // A model's trouble cools the pair (key, model); the key serves other models.
+  const std::string* scoped = verdict.scope == policy::Scope::model ? model() : nullptr;
+  std::string scope_text = scoped ? fmt::format(" for model {}", *scoped) : std::string();
   switch (verdict.change) {
   case policy::HealthChange::success:
-    m_pool.record_success(index, status);
+    m_pool.record_success(index, status, model());
     break;
   case policy::HealthChange::failure:
-    m_pool.record_failure(index, status, verdict.cooldown, verdict.reason);
+    m_pool.record_failure(index, status, verdict.cooldown, verdict.reason, scoped);
     if (verdict.cooldown.count() > 0) {
-      util::log_warn("key {} cooling {}: {} consecutive failures ({})", label,
-                     util::format_duration(verdict.cooldown), m_pool.health(index).consecutive_failures,
+      util::log_warn("key {} cooling {}{}: {} consecutive failures ({})", label,
+                     util::format_duration(verdict.cooldown), scope_text, m_pool.streaks(index, scoped).failures,
                      verdict.reason);
     }
     break;
   case policy::HealthChange::cool:
-    m_pool.record_cooldown(index, status, verdict.cooldown, verdict.rate_limited, verdict.reason);
-    util::log_warn("key {} cooling {}: {}", label, util::format_duration(verdict.cooldown), verdict.reason);
+    m_pool.record_cooldown(index, status, verdict.cooldown, verdict.rate_limited, verdict.reason, scoped);
+    util::log_warn("key {} cooling {}{}: {}", label, util::format_duration(verdict.cooldown), scope_text,
+                   verdict.reason);
     break;
   case policy::HealthChange::disable:
     m_pool.record_disable(index, status, verdict.reason);

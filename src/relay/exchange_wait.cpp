@@ -104,8 +104,9 @@ void Exchange::release_key() {
   if (!m_holding_key) {
     return;
   }
-  m_pool.release(*m_holding_key);
+  m_pool.release(*m_holding_key, m_holding_probe ? model() : nullptr);
   m_holding_key.reset();
+  m_holding_probe = false;
   m_context.waits.wake(m_served.config->name);
 }
 

@@ -46,7 +46,7 @@ void Exchange::commit(std::string_view first, bool done) {
   m_head_sent = false;
 
   const config::KeyConfig& key = m_pool.key(m_attempt.index);
-  m_pool.record_success(m_attempt.index, status);
+  m_pool.record_success(m_attempt.index, status, model());
   m_pool.count_attempt(m_attempt.index, std::nullopt);
   m_record.key_label = key.label;
   m_record.chain.push_back(fmt::format("{}:{}", key.label, status));

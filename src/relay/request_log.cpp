@@ -30,6 +30,9 @@ std::string format_request_text(const RequestRecord& r) {
   if (!r.pool.empty()) {
     line += fmt::format(" pool={}", r.pool);
   }
+  if (!r.model.empty()) {
+    line += fmt::format(" model={}", r.model);
+  }
   if (!r.key_label.empty()) {
     line += fmt::format(" key={}", r.key_label);
   }
@@ -65,6 +68,7 @@ void log_request(const RequestRecord& r) {
       {"path", r.path},
       {"status", std::to_string(r.status), true},
       {"pool", r.pool},
+      {"model", r.model},
       {"key", r.key_label},
       {"attempts", std::to_string(r.attempts), true},
       {"chain", join(r.chain)},

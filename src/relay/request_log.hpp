@@ -14,6 +14,7 @@ struct RequestRecord {
   std::string method;
   std::string path;      // without the query: a query may carry a key
   std::string pool;      // the pool that served it ("default" for the top-level keys)
+  std::string model;     // the model it asked for, "" when it named none
   int status = 0;        // what the client got; 0 when it left first
   std::string key_label; // the key that served it, "" if none
   int attempts = 0;

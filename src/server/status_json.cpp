@@ -31,6 +31,25 @@ std::string usage_json(const pool::UsageCounts& usage) {
                      usage.requests, failures, usage.input_tokens, usage.output_tokens);
 }
 
+// The models in trouble on one key: cooling, or past their cooldown and
+// waiting for (or running) the one probe that tells whether it is over.
+std::string models_json(const std::vector<pool::ModelHealth>& models, util::TimePoint now) {
+  std::string out = "[";
+  for (const pool::ModelHealth& m : models) {
+    if (!m.cooled) {
+      continue; // failures below the streak: nothing to show
+    }
+    bool cooling = m.cooling(now);
+    long long resumes_in_ms =
+        cooling ? std::chrono::duration_cast<std::chrono::milliseconds>(m.until - now).count() : 0;
+    out += fmt::format(R"({}{{"model":{},"state":"{}","until":{},"resumes_in_ms":{},"reason":{}}})",
+                       out.size() == 1 ? "" : ",", quoted(m.model),
+                       cooling ? "cooling" : m.probing ? "probing" : "recovering",
+                       cooling ? quoted(rfc3339_utc(m.until)) : "null", resumes_in_ms, quoted(m.reason));
+  }
+  return out + "]";
+}
+
 std::string key_json(const pool::KeySnapshot& key, util::TimePoint now) {
   const pool::KeyHealth& h = key.health;
   bool cooling = h.state == pool::KeyState::cooling;
@@ -38,12 +57,12 @@ std::string key_json(const pool::KeySnapshot& key, util::TimePoint now) {
       cooling ? std::chrono::duration_cast<std::chrono::milliseconds>(h.until - now).count() : 0;
   return fmt::format(
       R"({{"label":{},"fingerprint":{},"upstream":{},"state":"{}","until":{},"resumes_in_ms":{},)"
-      R"("reason":{},"ok":{},"err":{},"last_status":{},"in_flight":{},"today":{},"total":{}}})",
+      R"("reason":{},"ok":{},"err":{},"last_status":{},"in_flight":{},"today":{},"total":{},"models":{}}})",
       quoted(key.label), quoted(key.fingerprint), quoted(key.upstream), pool::to_string(h.state),
       cooling ? quoted(rfc3339_utc(h.until)) : "null", cooling ? std::max(0LL, resumes_in_ms) : 0,
       h.reason.empty() ? "null" : quoted(h.reason), h.ok_count, h.error_count,
       h.last_status == 0 ? "null" : std::to_string(h.last_status), h.in_flight, usage_json(h.today),
-      usage_json(h.total));
+      usage_json(h.total), models_json(h.models, now));
 }
 
 const char* health_word(const std::vector<PoolReport>& pools) {

@@ -66,13 +66,17 @@ TEST(DemoCommand, OnceStreamsThroughTheFailoverAndShowsChainAndTable) {
   EXPECT_NE(out.find("chain=ratelimited:429,revoked:401,healthy:200"), std::string::npos) << out;
   EXPECT_NE(out.find("LABEL"), std::string::npos) << out;
   EXPECT_NE(out.find("RESUMES IN"), std::string::npos) << out;
-  EXPECT_NE(out.find("4 keys: 2 available, 1 cooling, 1 disabled"), std::string::npos) << out;
+  EXPECT_NE(out.find("4 keys: 3 available, 0 cooling, 1 disabled"), std::string::npos) << out;
+  EXPECT_NE(out.find("ratelimited  429  -> now available, but model demo is cooling on it for "),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("  model demo  "), std::string::npos) << out;
   EXPECT_NE(out.find("POST /team/v1/chat/completions goes to the second pool, \"team\", and its own key: 200"),
             std::string::npos)
       << out;
   EXPECT_NE(out.find("pool default at / -> "), std::string::npos) << out;
   EXPECT_NE(out.find("pool team at /team -> "), std::string::npos) << out;
-  EXPECT_NE(out.find("POST /team/v1/chat/completions 200 pool=team key=team"), std::string::npos) << out;
+  EXPECT_NE(out.find("POST /team/v1/chat/completions 200 pool=team model=demo key=team"), std::string::npos) << out;
   EXPECT_EQ(out.find('\033'), std::string::npos) << "no colour when stdout is not a terminal";
   EXPECT_EQ(out.find("curl -N"), std::string::npos) << "--once does not offer a server it is about to stop";
   EXPECT_EQ(out.find("demo-healthy-0003"), std::string::npos) << "even demo keys print as fingerprints";

@@ -108,7 +108,7 @@ protected:
 
   int forward_one_request() const {
     httplib::Client client("127.0.0.1", m_port);
-    httplib::Result result = client.Post("/v1/chat/completions", R"({"model":"m"})", "application/json");
+    httplib::Result result = client.Post("/v1/chat/completions", R"({"messages":[]})", "application/json");
     return result ? result->status : 0;
   }
 
