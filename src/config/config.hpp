@@ -1,6 +1,7 @@
 #pragma once
 // The validated pool file. Everything here has been checked at load time; the
 // rest of keyshim trusts it without re-validating.
+#include "config/proxy.hpp"
 #include "util/secret.hpp"
 
 #include <chrono>
@@ -78,6 +79,7 @@ struct UpstreamSettings {
   milliseconds idle_timeout{300'000};
   milliseconds max_cooldown{86'400'000};
   std::optional<std::string> ca_file;
+  std::optional<ProxySetting> proxy; // unset: the environment decides (config/proxy.hpp)
 };
 
 struct KeyConfig {
@@ -86,6 +88,9 @@ struct KeyConfig {
   UpstreamUrl base_url; // per-key override or the [upstream] default
   Auth auth;
   std::optional<std::string> ca_file;
+  // Resolved from [upstream] proxy or the environment: the proxy its
+  // connections tunnel through, or none.
+  std::optional<ProxyUrl> proxy;
   std::string source; // where the secret came from: "key", "key_env OPENAI_KEY", "key_cmd pass"
 };
 

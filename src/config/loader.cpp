@@ -213,6 +213,16 @@ std::optional<ReadKey> PoolReader::read_key(const toml::table& table, std::size_
   read.key.base_url = entry.base_url.value_or(m_config.upstream.base_url);
   read.key.auth = entry.auth.value_or(m_config.upstream.auth);
   read.key.ca_file = entry.ca_file ? entry.ca_file : m_config.upstream.ca_file;
+  // status, reload and env skip secrets and run in the user's shell, whose
+  // proxy variables are not the server's: they read the file's setting only.
+  ProxyChoice proxy = choose_proxy(read.key.base_url, m_config.upstream.proxy,
+                                   m_secrets == SecretResolution::resolve ? process_env() : EnvLookup{});
+  read.key.proxy = std::move(proxy.proxy);
+  if (!proxy.problem.empty() && std::none_of(m_problems.begin(), m_problems.end(), [&](const Problem& p) {
+        return p.message == proxy.problem; // once, though every key of the pool shares it
+      })) {
+    report(std::move(proxy.problem));
+  }
   read.key.source = std::move(source);
   return read;
 }

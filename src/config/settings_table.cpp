@@ -86,6 +86,10 @@ std::vector<Setting> make_table() {
       {"ca_file", S::upstream, T::file, "", true,
        "extra CA certificate (PEM) for TLS upstreams; relative to the pool file's directory", 0, 0,
        apply_member<&UpstreamSettings::ca_file>},
+      {"proxy", S::upstream, T::proxy, "", true,
+       "HTTP proxy for every key, http://[user:password@]host[:port]; \"\" for none; unset: "
+       "https_proxy / HTTPS_PROXY and no_proxy, as curl reads them, except for loopback upstreams",
+       0, 0, apply_member<&UpstreamSettings::proxy>},
       // [[keys]]
       {"label", S::key, T::label, "", true, "shown in logs and status; defaults to the key's fingerprint", 0,
        0, apply_member<&KeyEntry::label>},
