@@ -168,7 +168,7 @@ TEST(ProxyTunnel, A407SaysWhereCredentialsGoWithoutShowingThem) {
   std::string failure = tunnel(anonymous);
   EXPECT_NE(failure.find("407 Proxy Authentication Required; give them in the proxy URL"), std::string::npos)
       << failure;
-  ScriptedProxy wrong("HTTP/1.1 407 Proxy Authentication Required\r\n\r\n", false);
+  ScriptedProxy wrong("HTTP/1.1 401 Unauthorized\r\n\r\n", false); // tinyproxy's answer
   failure = tunnel(wrong, "http://user:hunter2@127.0.0.1:" + std::to_string(wrong.port()));
   EXPECT_NE(failure.find("check the user and password"), std::string::npos) << failure;
   EXPECT_EQ(failure.find("hunter2"), std::string::npos) << failure;
