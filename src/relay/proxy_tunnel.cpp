@@ -75,7 +75,8 @@ private:
     unsigned status = reply.result_int();
     if (status < 200 || status > 299) {
       std::string hint;
-      if (status == 407) {
+      // 407 is the standard answer; some proxies (tinyproxy 1.11) send 401.
+      if (status == 407 || status == 401) {
         hint = m_with_credentials ? "; check the user and password in the proxy URL"
                                   : "; give them in the proxy URL as http://user:password@host:port";
       }
