@@ -32,6 +32,7 @@ int hex_value(char c) {
 // '+' stays '+' (this is not form encoding).
 std::optional<std::string> percent_decode_strict(std::string_view text) {
   std::string out;
+  out.reserve(text.size()); // no reallocation leaves a copy behind in freed memory
   for (std::size_t i = 0; i < text.size(); ++i) {
     if (text[i] != '%') {
       out += text[i];
