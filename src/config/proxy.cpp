@@ -172,11 +172,6 @@ bool ip_entry_matches(const std::string& host, std::string_view token) {
     bits_text = token.substr(slash + 1);
     token = token.substr(0, slash);
   }
-  // Brackets are an extension: curl wants IPv6 entries bare, but "[::1]" can
-  // only mean ::1.
-  if (token.size() >= 2 && token.front() == '[' && token.back() == ']') {
-    token = token.substr(1, token.size() - 2);
-  }
   std::string entry(token);
   std::array<unsigned char, 16> a{};
   std::array<unsigned char, 16> b{};
@@ -307,22 +302,16 @@ EnvLookup process_env() {
   return [](const char* name) -> const char* { return std::getenv(name); };
 }
 
-// curl's no_proxy (7.86 and later): entries separated by commas or blanks; a
-// value of just "*" matches every host; a host name matches an entry equal to
-// it or to one of its parent domains (a leading dot on the entry changes
-// nothing, "example.com" covers "api.example.com" but not "myexample.com"),
+// curl's no_proxy (7.86 and later, checked against Debian 12's 7.88): entries
+// separated by commas or blanks; a value of exactly "*" matches every host
+// (" * " or "*,x" do not); a host name matches an entry equal to it or to one
+// of its parent domains (a leading dot on the entry changes nothing,
+// "example.com" covers "api.example.com" but not "myexample.com"),
 // case-insensitively and ignoring one trailing dot on either; an IP literal
-// matches only IP entries, exactly or by CIDR prefix. The upstream's port
-// plays no part, and an entry carrying a port ("example.com:443") is compared
-// as written, so it matches nothing, as in curl.
-bool no_proxy_matches(std::string_view no_proxy, std::string_view raw_host) {
-  std::string_view value = no_proxy;
-  while (!value.empty() && is_blank(value.front())) {
-    value.remove_prefix(1);
-  }
-  while (!value.empty() && is_blank(value.back())) {
-    value.remove_suffix(1);
-  }
+// matches only IP entries, written without brackets, exactly or by CIDR
+// prefix. The upstream's port plays no part, and an entry carrying a port
+// ("example.com:443") is compared as written, so it matches nothing.
+bool no_proxy_matches(std::string_view value, std::string_view raw_host) {
   if (value == "*") {
     return true;
   }
@@ -381,23 +370,26 @@ ProxyChoice choose_proxy(const UpstreamUrl& upstream, const std::optional<ProxyS
   // curl's variables: https_proxy, then HTTPS_PROXY for https:// upstreams;
   // for http:// only the lowercase http_proxy, because under CGI a request's
   // "Proxy:" header arrives as the variable HTTP_PROXY, and honouring it would
-  // let any client redirect the program's own requests ("httpoxy"). A
-  // lowercase variable that is set but empty wins and means no proxy, as in
-  // curl. ALL_PROXY is not read: it often names a SOCKS proxy, which keyshim
-  // cannot use. (http:// upstreams are loopback only, so in practice only
-  // the https variables matter.)
+  // let any client redirect the program's own requests ("httpoxy"). As in
+  // curl, an empty variable counts as unset. ALL_PROXY is not read: it often
+  // names a SOCKS proxy, which keyshim cannot use. (http:// upstreams are
+  // loopback only, so in practice only the https variables matter.)
+  auto read = [&env](const char* name) -> const char* {
+    const char* value = env(name);
+    return value != nullptr && *value != '\0' ? value : nullptr;
+  };
   const char* name = upstream.tls() ? "https_proxy" : "http_proxy";
-  const char* value = env(name);
+  const char* value = read(name);
   if (value == nullptr && upstream.tls()) {
     name = "HTTPS_PROXY";
-    value = env(name);
+    value = read(name);
   }
-  if (value == nullptr || *value == '\0') {
+  if (value == nullptr) {
     return {};
   }
-  const char* no_proxy = env("no_proxy");
+  const char* no_proxy = read("no_proxy");
   if (no_proxy == nullptr) {
-    no_proxy = env("NO_PROXY");
+    no_proxy = read("NO_PROXY");
   }
   if (no_proxy != nullptr && no_proxy_matches(no_proxy, upstream.host)) {
     return {};

@@ -152,8 +152,8 @@ TEST(ProxySetting, EmptyMeansNoProxy) {
 
 TEST(NoProxy, AsteriskAloneMatchesEverything) {
   EXPECT_TRUE(no_proxy_matches("*", "api.openai.com"));
-  EXPECT_TRUE(no_proxy_matches(" * ", "10.0.0.1"));
-  // As in curl, "*" is special only as the whole value.
+  // As in curl, "*" is special only as the whole value, blanks included.
+  EXPECT_FALSE(no_proxy_matches(" * ", "10.0.0.1"));
   EXPECT_FALSE(no_proxy_matches("*,example.com", "api.openai.com"));
   EXPECT_FALSE(no_proxy_matches("*.openai.com", "api.openai.com"));
 }
@@ -197,7 +197,8 @@ TEST(NoProxy, IpLiteralsMatchExactlyOrByCidr) {
   EXPECT_FALSE(no_proxy_matches("10.0.0.0/33", "10.0.0.0"));
   EXPECT_TRUE(no_proxy_matches("fd00::/8", "fd12::1"));
   EXPECT_TRUE(no_proxy_matches("2001:db8::1", "2001:DB8:0::1"));
-  EXPECT_TRUE(no_proxy_matches("[2001:db8::1]", "[2001:db8::1]"));
+  EXPECT_FALSE(no_proxy_matches("[2001:db8::1]", "2001:db8::1")); // curl wants IPv6 entries bare
+  EXPECT_TRUE(no_proxy_matches("2001:db8::1", "[2001:db8::1]"));
   EXPECT_FALSE(no_proxy_matches("2001:db8::1", "2001:db8::2"));
   // A name entry never matches an address, nor an address entry a name.
   EXPECT_FALSE(no_proxy_matches("example.com", "10.0.0.1"));
@@ -213,11 +214,13 @@ TEST(ProxyEnvironment, HttpsUpstreamsUseLowercaseThenUppercaseHttpsProxy) {
   EXPECT_EQ(from_env(env, "https://api.openai.com"), "lower:3128");
 }
 
-TEST(ProxyEnvironment, AnEmptyLowercaseVariableWinsAndMeansDirect) {
+TEST(ProxyEnvironment, AnEmptyVariableCountsAsUnsetAsInCurl) {
   FakeEnv env;
   env.vars = {{"https_proxy", ""}, {"HTTPS_PROXY", "http://upper:3128"}};
-  EXPECT_EQ(from_env(env, "https://api.openai.com"), "direct");
+  EXPECT_EQ(from_env(env, "https://api.openai.com"), "upper:3128");
   env.vars = {{"HTTPS_PROXY", ""}};
+  EXPECT_EQ(from_env(env, "https://api.openai.com"), "direct");
+  env.vars = {{"HTTPS_PROXY", "http://upper:3128"}, {"no_proxy", ""}, {"NO_PROXY", "openai.com"}};
   EXPECT_EQ(from_env(env, "https://api.openai.com"), "direct");
 }
 
