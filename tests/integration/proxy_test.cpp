@@ -181,7 +181,9 @@ TEST(ProxyTunnel, ProxyCredentialsWorkAndNeverAppearInOutput) {
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 502) << res->body;
     EXPECT_NE(res->body.find("k0: connect error"), std::string::npos) << res->body;
-    EXPECT_TRUE(serve.child().wait_for_stderr("refused CONNECT: 401 Unauthorized; check the user and password")) << serve.child().err();
+    EXPECT_TRUE(
+        serve.child().wait_for_stderr("refused CONNECT: 401 Unauthorized; check the user and password"))
+        << serve.child().err();
     forbidden.push_back("Pass.7782");
     output += res->body + serve.stop();
   }
