@@ -1,6 +1,7 @@
 #pragma once
 // The validated pool file. Everything here has been checked at load time; the
 // rest of keyshim trusts it without re-validating.
+#include "config/proxy.hpp"
 #include "util/secret.hpp"
 
 #include <chrono>
@@ -81,6 +82,7 @@ struct UpstreamSettings {
   std::optional<std::string> ca_file;
   milliseconds max_wait{0};          // 0: no key now means 503 now
   std::optional<int> max_concurrent; // default for the pool's keys; unset: unlimited
+  std::optional<ProxySetting> proxy; // unset: the environment decides (config/proxy.hpp)
 };
 
 struct KeyConfig {
@@ -90,7 +92,10 @@ struct KeyConfig {
   Auth auth;
   std::optional<std::string> ca_file;
   int max_concurrent = 0; // requests in flight at once; 0: unlimited
-  std::string source;     // where the secret came from: "key", "key_env OPENAI_KEY", "key_cmd pass"
+  // Resolved from the pool's proxy or the environment: the proxy its
+  // connections tunnel through, or none.
+  std::optional<ProxyUrl> proxy;
+  std::string source; // where the secret came from: "key", "key_env OPENAI_KEY", "key_cmd pass"
 };
 
 // The name under which logs and status show the pool of the top-level

@@ -184,6 +184,11 @@ Decoded decode_string_kind(const Setting& setting, const std::string& text) {
       return ok(*auth);
     }
     return fail(error);
+  case SettingType::proxy:
+    if (auto proxy = parse_proxy_setting(text, error)) {
+      return ok(std::move(*proxy));
+    }
+    return fail(error);
   case SettingType::strategy:
     if (auto strategy = parse_strategy(text, error)) {
       return ok(*strategy);

@@ -1,6 +1,9 @@
 // The [[keys]] entries of one pool: their settings over the pool's, the
 // secret from exactly one of key / key_env / key_cmd, and no key twice.
 #include "config/pool_reader.hpp"
+#include "config/proxy.hpp"
+
+#include <algorithm>
 
 #include <fmt/format.h>
 
@@ -51,6 +54,16 @@ std::optional<ReadKey> PoolReader::read_key(const toml::table& table, const Upst
   read.key.auth = entry.auth.value_or(pool.auth);
   read.key.ca_file = entry.ca_file ? entry.ca_file : pool.ca_file;
   read.key.max_concurrent = entry.max_concurrent.value_or(pool.max_concurrent.value_or(0));
+  // status, reload and env skip secrets and run in the user's shell, whose
+  // proxy variables are not the server's: they read the file's setting only.
+  ProxyChoice proxy = choose_proxy(read.key.base_url, pool.proxy,
+                                   m_secrets == SecretResolution::resolve ? process_env() : EnvLookup{});
+  read.key.proxy = std::move(proxy.proxy);
+  if (!proxy.problem.empty() && std::none_of(m_problems.begin(), m_problems.end(), [&](const Problem& p) {
+        return p.message == proxy.problem; // once, though every key of the pool shares it
+      })) {
+    report(std::move(proxy.problem));
+  }
   read.key.source = std::move(source);
   return read;
 }

@@ -95,6 +95,10 @@ std::vector<Setting> make_table() {
       {"max_concurrent", S::upstream, T::integer, "", true,
        "requests in flight at once per key; a busy key is skipped (unlimited by default)", 1,
        k_max_concurrent_limit, apply_member<&UpstreamSettings::max_concurrent>},
+      {"proxy", S::upstream, T::proxy, "", true,
+       "HTTP proxy for every key, http://[user:password@]host[:port]; \"\" for none; unset: "
+       "https_proxy / HTTPS_PROXY and no_proxy, as curl reads them, except for loopback upstreams",
+       0, 0, apply_member<&UpstreamSettings::proxy>},
       // [[keys]]
       {"label", S::key, T::label, "", true, "shown in logs and status; defaults to the key's fingerprint", 0,
        0, apply_member<&KeyEntry::label>},

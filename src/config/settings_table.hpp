@@ -34,6 +34,8 @@ enum class SettingType {
   auth,
   strategy,
   file, // a readable file; relative paths start at the pool file's directory
+  // an HTTP proxy URL (config/proxy.hpp), or "" for none
+  proxy,
 };
 
 // A [[keys]] entry as written, before its pool's defaults fill its gaps.
@@ -49,8 +51,9 @@ struct KeyEntry {
 };
 
 // A decoded value: which alternative depends on the SettingType.
-using SettingValue = std::variant<std::string, util::Secret, std::vector<std::string>, std::int64_t,
-                                  std::uint64_t, milliseconds, ListenAddress, UpstreamUrl, Auth, Strategy>;
+using SettingValue =
+    std::variant<std::string, util::Secret, std::vector<std::string>, std::int64_t, std::uint64_t,
+                 milliseconds, ListenAddress, UpstreamUrl, Auth, Strategy, ProxySetting>;
 
 // Where decoded values are stored; only the member for the setting's section is used.
 struct SettingTarget {

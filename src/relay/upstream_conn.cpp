@@ -1,5 +1,7 @@
 #include "relay/upstream_conn.hpp"
 
+#include "relay/proxy_tunnel.hpp"
+
 #include <boost/asio/connect.hpp>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -38,8 +40,9 @@ bool verify_host(SSL* ssl, const std::string& host, bool is_ip) {
 
 } // namespace
 
-UpstreamConn::UpstreamConn(Executor ex, std::string origin, ssl::context* tls)
-    : m_origin(std::move(origin)), m_plain(ex) {
+UpstreamConn::UpstreamConn(Executor ex, std::string origin, ssl::context* tls,
+                           std::optional<config::ProxyUrl> proxy)
+    : m_origin(std::move(origin)), m_plain(ex), m_proxy(std::move(proxy)) {
   if (tls) {
     m_tls = std::make_unique<TlsStream>(ex, *tls);
   }
@@ -49,17 +52,23 @@ UpstreamConn::UpstreamConn(Executor ex, std::string origin, ssl::context* tls)
 void UpstreamConn::connect(const config::UpstreamUrl& url, ConnectDone done) {
   m_done = std::move(done);
   m_host = url.host;
+  m_port = url.port;
+  // Through a proxy the socket goes to the proxy, and the upstream is named
+  // only in the CONNECT line. The exchange's connect deadline covers the
+  // whole of it: proxy connect, CONNECT and the TLS handshake.
+  const std::string& dial_host = m_proxy ? m_proxy->host : url.host;
+  int dial_port = m_proxy ? m_proxy->port : url.port;
   ErrorCode ec;
-  asio::ip::address address = asio::ip::make_address(url.host, ec);
+  asio::ip::address address = asio::ip::make_address(dial_host, ec);
   if (!ec) { // an IP literal: nothing to resolve
-    tcp::endpoint endpoint(address, static_cast<unsigned short>(url.port));
+    tcp::endpoint endpoint(address, static_cast<unsigned short>(dial_port));
     socket().async_connect(endpoint,
                            [self = shared_from_this()](const ErrorCode& e) { self->on_connected(e); });
     return;
   }
   m_resolver.emplace(socket().get_executor());
   m_resolver->async_resolve(
-      url.host, std::to_string(url.port),
+      dial_host, std::to_string(dial_port),
       [self = shared_from_this()](const ErrorCode& e, const tcp::resolver::results_type& results) {
         self->on_resolved(e, results);
       });
@@ -75,7 +84,9 @@ void UpstreamConn::finish_connect(ConnectFailure failure, std::string detail) {
 
 void UpstreamConn::on_resolved(const ErrorCode& ec, const tcp::resolver::results_type& results) {
   if (ec) {
-    finish_connect(ConnectFailure::connect, fmt::format("cannot resolve {}: {}", m_host, ec.message()));
+    finish_connect(ConnectFailure::connect,
+                   m_proxy ? fmt::format("cannot resolve proxy {}: {}", m_proxy->host, ec.message())
+                           : fmt::format("cannot resolve {}: {}", m_host, ec.message()));
     return;
   }
   asio::async_connect(
@@ -85,11 +96,36 @@ void UpstreamConn::on_resolved(const ErrorCode& ec, const tcp::resolver::results
 
 void UpstreamConn::on_connected(const ErrorCode& ec) {
   if (ec) {
-    finish_connect(ConnectFailure::connect, ec.message());
+    finish_connect(ConnectFailure::connect,
+                   m_proxy ? fmt::format("cannot reach proxy {}: {}", m_proxy->authority(), ec.message())
+                           : ec.message());
     return;
   }
   ErrorCode ignored;
   socket().set_option(tcp::no_delay(true), ignored);
+  if (m_proxy) {
+    // http:// upstreams tunnel too: one code path, and a proxy that allows
+    // CONNECT to the port is all it takes (absolute-form requests would
+    // need a second request writer).
+    open_tunnel(socket(), *m_proxy, m_host, m_port,
+                [self = shared_from_this()](const std::string& failure) { self->on_tunnel(failure); });
+    return;
+  }
+  start_session();
+}
+
+void UpstreamConn::on_tunnel(const std::string& failure) {
+  if (!failure.empty()) {
+    finish_connect(ConnectFailure::connect, failure);
+    return;
+  }
+  start_session();
+}
+
+// The socket reaches the upstream, directly or through a tunnel: TLS, with
+// SNI and the certificate checked against the upstream's host, never the
+// proxy's, exactly as without a proxy.
+void UpstreamConn::start_session() {
   if (!m_tls) {
     finish_connect(ConnectFailure::none, {});
     return;
@@ -139,7 +175,14 @@ UpstreamPool::UpstreamPool(Executor ex) : m_ex(ex) {
 }
 
 std::string UpstreamPool::origin_of(const config::KeyConfig& key) {
-  return fmt::format("{}|{}", key.base_url.text(), key.ca_file.value_or(""));
+  std::string origin = fmt::format("{}|{}", key.base_url.text(), key.ca_file.value_or(""));
+  if (key.proxy) {
+    // The credentials' fingerprint, not the credentials: origins are map keys
+    // that must never carry a secret.
+    origin += fmt::format("|{}|{}", key.proxy->authority(),
+                          key.proxy->authorization ? key.proxy->authorization->fingerprint() : "");
+  }
+  return origin;
 }
 
 std::shared_ptr<UpstreamConn> UpstreamPool::take_idle(const std::string& origin) {
@@ -175,7 +218,7 @@ std::shared_ptr<UpstreamConn> UpstreamPool::make(const config::KeyConfig& key, s
   if (key.base_url.tls() && !(tls = tls_context(key.ca_file, error))) {
     return nullptr;
   }
-  return std::make_shared<UpstreamConn>(m_ex, origin_of(key), tls);
+  return std::make_shared<UpstreamConn>(m_ex, origin_of(key), tls, key.proxy);
 }
 
 void UpstreamPool::clear() {

@@ -22,7 +22,9 @@ enum class ConnectFailure { none, connect, tls };
 // attempt that is abandoned mid-operation (timeout, hang-up) is safe to drop.
 class UpstreamConn : public std::enable_shared_from_this<UpstreamConn> {
 public:
-  UpstreamConn(Executor ex, std::string origin, ssl::context* tls);
+  // With `proxy`, connect() tunnels through it (CONNECT) to the upstream.
+  UpstreamConn(Executor ex, std::string origin, ssl::context* tls,
+               std::optional<config::ProxyUrl> proxy = std::nullopt);
 
   const std::string& origin() const { return m_origin; }
   Socket& socket() { return m_tls ? m_tls->next_layer() : m_plain; }
@@ -37,8 +39,11 @@ public:
     }
   }
 
-  // Resolve, connect and (for https) handshake with SNI and host name
-  // verification. `done(failure, detail)` runs once; detail is key-free.
+  // Resolve, connect (to the proxy, then CONNECT through it, when there is
+  // one) and (for https) handshake with SNI and host name verification
+  // against the upstream. `done(failure, detail)` runs once; detail is
+  // key-free and credential-free. A proxy that cannot be reached or refuses
+  // the tunnel is ConnectFailure::connect, like an unreachable upstream.
   using ConnectDone = std::function<void(ConnectFailure, std::string)>;
   void connect(const config::UpstreamUrl& url, ConnectDone done);
 
@@ -53,6 +58,8 @@ public:
 private:
   void on_resolved(const ErrorCode& ec, const tcp::resolver::results_type& results);
   void on_connected(const ErrorCode& ec);
+  void on_tunnel(const std::string& failure);
+  void start_session();
   void on_handshake(const ErrorCode& ec);
   void finish_connect(ConnectFailure failure, std::string detail);
 
@@ -61,7 +68,9 @@ private:
   std::unique_ptr<TlsStream> m_tls;
   beast::flat_buffer m_buffer;
   std::optional<Resolver> m_resolver;
-  std::string m_host;
+  std::string m_host; // the upstream's, for SNI and the certificate check
+  int m_port = 0;
+  std::optional<config::ProxyUrl> m_proxy;
   ConnectDone m_done;
 };
 
@@ -69,7 +78,8 @@ class UpstreamPool {
 public:
   explicit UpstreamPool(Executor ex);
 
-  // "https://host:port|ca_file": connections are shared only within one.
+  // "https://host:port|ca_file[|proxy]": connections are shared only within
+  // one, so two proxies (or two proxy users) never share a connection.
   static std::string origin_of(const config::KeyConfig& key);
 
   // The most recently idle connection to `origin` that still looks alive,

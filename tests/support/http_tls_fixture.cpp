@@ -87,7 +87,8 @@ template <typename Write> std::string pem(Write write) {
 
 } // namespace
 
-TestPki make_test_pki(const TempDir& dir, const std::string& common_name) {
+TestPki make_test_pki(const TempDir& dir, const std::string& common_name,
+                      const std::string& subject_alt_name) {
   Key ca_key(EVP_EC_gen("P-256"));
   Key server_key(EVP_EC_gen("P-256"));
   need(ca_key && server_key, "EVP_EC_gen");
@@ -95,12 +96,12 @@ TestPki make_test_pki(const TempDir& dir, const std::string& common_name) {
                       {{NID_basic_constraints, "critical,CA:TRUE"},
                        {NID_key_usage, "critical,keyCertSign,cRLSign"},
                        {NID_subject_key_identifier, "hash"}});
-  // Deliberately no IP:127.0.0.1, so https://127.0.0.1 must fail the hostname check.
+  // By default deliberately no IP:127.0.0.1, so https://127.0.0.1 must fail the hostname check.
   Cert server = make_cert(server_key.get(), common_name, 2, ca.get(), ca_key.get(),
                           {{NID_basic_constraints, "critical,CA:FALSE"},
                            {NID_key_usage, "critical,digitalSignature"},
                            {NID_ext_key_usage, "serverAuth"},
-                           {NID_subject_alt_name, "DNS:localhost"}});
+                           {NID_subject_alt_name, subject_alt_name.c_str()}});
   TestPki pki;
   pki.ca_pem = dir.write("ca.pem", pem([&](BIO* b) { return PEM_write_bio_X509(b, ca.get()); }));
   pki.server_pem = dir.write("server.pem", pem([&](BIO* b) { return PEM_write_bio_X509(b, server.get()); }));
@@ -128,7 +129,8 @@ bool localhost_resolves_to_ipv4_loopback() {
   return loopback;
 }
 
-HttpsUpstream::HttpsUpstream(const std::string& common_name) : m_pki(make_test_pki(m_dir, common_name)) {
+HttpsUpstream::HttpsUpstream(const std::string& common_name, const std::string& subject_alt_name)
+    : m_pki(make_test_pki(m_dir, common_name, subject_alt_name)) {
   m_server = std::make_unique<ListeningSslServer>(m_pki.server_pem.c_str(), m_pki.server_key.c_str());
   if (!m_server->is_valid()) {
     throw std::runtime_error("https upstream: httplib rejected the generated certificate or key");

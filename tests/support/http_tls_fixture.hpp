@@ -14,14 +14,16 @@ namespace keyshim::test {
 // Paths of the PEM files make_test_pki() wrote.
 struct TestPki {
   std::string ca_pem;     // self-signed CA:TRUE certificate
-  std::string server_pem; // leaf signed by that CA: CN and subjectAltName DNS:localhost, no IP SAN
+  std::string server_pem; // leaf signed by that CA: CN and subjectAltName (by default DNS:localhost, no IP)
   std::string server_key; // the leaf's EC P-256 private key
 };
 
 // Generate a fresh CA and server certificate into `dir` (ca.pem, server.pem,
-// server.key). The leaf's subjectAltName is always DNS:localhost; its Common
-// Name is `common_name`. Throws std::runtime_error when OpenSSL fails.
-TestPki make_test_pki(const TempDir& dir, const std::string& common_name = "localhost");
+// server.key). The leaf's subjectAltName is `subject_alt_name` (OpenSSL's
+// syntax, "DNS:localhost,IP:0.0.0.0"); its Common Name is `common_name`.
+// Throws std::runtime_error when OpenSSL fails.
+TestPki make_test_pki(const TempDir& dir, const std::string& common_name = "localhost",
+                      const std::string& subject_alt_name = "DNS:localhost");
 
 // Whether "localhost" resolves to 127.0.0.1 (among others), where HttpsUpstream listens.
 bool localhost_resolves_to_ipv4_loopback();
@@ -32,7 +34,8 @@ class ListeningSslServer;
 // {"ok":true}, recording the Authorization header of each request.
 class HttpsUpstream {
 public:
-  explicit HttpsUpstream(const std::string& common_name = "localhost");
+  explicit HttpsUpstream(const std::string& common_name = "localhost",
+                         const std::string& subject_alt_name = "DNS:localhost");
   ~HttpsUpstream();
   HttpsUpstream(const HttpsUpstream&) = delete;
   HttpsUpstream& operator=(const HttpsUpstream&) = delete;
