@@ -21,8 +21,8 @@ void print_key_table(const config::Config& config) {
   std::vector<Row> rows = {{"POOL", "LABEL", "FINGERPRINT", "UPSTREAM", "AUTH", "SOURCE"}};
   for (const config::PoolConfig& pool : config.pools) {
     for (const config::KeyConfig& key : pool.keys) {
-      rows.push_back(
-          {pool.name, key.label, key.secret.fingerprint(), key.base_url.text(), key.auth.text(), key.source});
+      std::string upstream = key.base_url.text() + (key.proxy ? " via " + key.proxy->text() : std::string());
+      rows.push_back({pool.name, key.label, key.secret.fingerprint(), upstream, key.auth.text(), key.source});
     }
   }
   std::array<std::size_t, 6> widths{};

@@ -213,8 +213,9 @@ std::chrono::milliseconds ShimServer::drain_timeout() const {
 void log_key_table(const config::Config& config) {
   for (const config::PoolConfig& pool : config.pools) {
     for (const config::KeyConfig& key : pool.keys) {
-      util::log_info("key {} {} pool={} route={} {} auth={}", key.label, key.secret.fingerprint(), pool.name,
-                     pool.route(), key.base_url.text(), key.auth.text());
+      util::log_info("key {} {} pool={} route={} {} auth={}{}", key.label, key.secret.fingerprint(), pool.name,
+                     pool.route(), key.base_url.text(), key.auth.text(),
+                     key.proxy ? " proxy=" + key.proxy->text() : std::string());
     }
   }
 }
