@@ -82,6 +82,38 @@ TEST(EnvCommand, AnthropicPoolPointsAnthropicToolsAtTheShimWithoutV1) {
   EXPECT_FALSE(contains(r.out, "OPENAI_")) << r.out;
 }
 
+TEST(EnvCommand, EachToolIsPointedAtItsOwnPool) {
+  TempDir home;
+  std::string pool = home.write("keys.toml", R"([server]
+listen = "127.0.0.1:9913"
+
+[pools.openai]
+[[pools.openai.keys]]
+key = "sk-env-openai-0001"
+
+[pools.anthropic]
+base_url = "https://api.anthropic.com"
+auth = "x-api-key"
+[[pools.anthropic.keys]]
+key = "sk-ant-env-0002"
+
+[pools.gemini]
+base_url = "https://generativelanguage.googleapis.com"
+auth = "x-goog-api-key"
+[[pools.gemini.keys]]
+key = "AIza-env-0003"
+)");
+  RunResult r = run_keyshim({"env", "-c", pool}, isolated(home));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "export KEYSHIM_URL='http://127.0.0.1:9913'\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "export OPENAI_BASE_URL='http://127.0.0.1:9913/openai/v1'\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "export ANTHROPIC_BASE_URL='http://127.0.0.1:9913/anthropic'\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "export GOOGLE_GEMINI_BASE_URL='http://127.0.0.1:9913/gemini'\n")) << r.out;
+  for (const char* key : {"sk-env-openai-0001", "sk-ant-env-0002", "AIza-env-0003"}) {
+    EXPECT_FALSE(contains(r.all_output(), key)) << key;
+  }
+}
+
 TEST(EnvCommand, FishSyntax) {
   TempDir home;
   std::string pool = home.write("keys.toml", k_openai_pool);
