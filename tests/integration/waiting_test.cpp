@@ -256,5 +256,36 @@ TEST(Waiting, ShutdownAnswersAWaitingRequest503AtOnce) {
   EXPECT_EQ(upstream.request_count(), 1u);
 }
 
+// A request still arriving when shutdown begins (its body was on the way)
+// would otherwise wait after the room was emptied, until max_wait, holding
+// up the drain: nobody starts to wait once shutdown has begun.
+TEST(Waiting, ARequestThatWouldWaitAfterShutdownBeganIsAnswered503AtOnce) {
+  FakeUpstream upstream;
+  upstream.push(held_stream());
+  Shim shim(waiting_pools(upstream.base_url()), "");
+  RawConnection first(shim.port());
+  ASSERT_TRUE(hold_the_key(first, "/wait/v1/first")) << first.received();
+  RawConnection idle(shim.port());
+  RawConnection late(shim.port());
+  late.send("POST /wait/v1/late HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            "Content-Length: 2\r\nExpect: 100-continue\r\n\r\n");
+  ASSERT_TRUE(late.read_until("100 Continue\r\n\r\n")) << "the head was not read";
+
+  shim.server().begin_shutdown();
+  // The drain closes idle connections after emptying the wait room.
+  ASSERT_TRUE(idle.read_to_close(5s)) << "the drain did not start";
+  late.send("{}");
+  ASSERT_TRUE(late.read_to_close(5s)) << "the late request is waiting";
+  std::string received = late.received();
+  RawResponse res = parse_response(received.substr(received.find("\r\n\r\n") + 4));
+  EXPECT_EQ(res.status, 503);
+  EXPECT_EQ(res.header("Retry-After"), "1");
+  EXPECT_FALSE(parse_response(first.received()).complete) << "the 503 came only when the key was free";
+  EXPECT_EQ(upstream.request_count(), 1u);
+  upstream.release();
+  ASSERT_TRUE(first.read_response());
+  EXPECT_TRUE(parse_response(first.received()).complete);
+}
+
 } // namespace
 } // namespace keyshim::test
