@@ -116,7 +116,7 @@ TEST(Waiting, APoolWithoutMaxWaitAnswersABusyKey503AtOnce) {
   EXPECT_NE(res.body.find("\"code\":\"no_key_available\""), std::string::npos) << res.body;
   EXPECT_NE(res.body.find("max_concurrent"), std::string::npos) << res.body;
   // "At once": the answer came while the first request still holds the key.
-  EXPECT_FALSE(parse_response(first.received()).complete);
+  EXPECT_EQ(health(shim, "nowait").in_flight, 1);
   EXPECT_EQ(upstream.request_count(), 1u);
   upstream.release();
   ASSERT_TRUE(first.read_response());
@@ -209,7 +209,7 @@ TEST(Waiting, AClientThatHangsUpWhileWaitingIsRemovedAndNeverSent) {
   // Its request line is written as soon as the hang-up is seen, while the
   // key is still busy: it left the wait then, not when the slot freed.
   ASSERT_TRUE(logs.wait_for("POST /wait/v1/quitter 499 pool=wait")) << logs.text();
-  EXPECT_FALSE(parse_response(first.received()).complete);
+  EXPECT_EQ(health(shim, "wait").in_flight, 1);
 
   upstream.release();
   ASSERT_TRUE(first.read_response());
@@ -244,7 +244,7 @@ TEST(Waiting, ShutdownAnswersAWaitingRequest503AtOnce) {
   EXPECT_EQ(res.header("Retry-After"), "1");
   EXPECT_NE(res.body.find("\"code\":\"shutting_down\""), std::string::npos) << res.body;
   // Well before max_wait (10 s): the first request still holds the key.
-  EXPECT_FALSE(parse_response(first.received()).complete);
+  EXPECT_EQ(health(shim, "wait").in_flight, 1);
   EXPECT_EQ(upstream.request_count(), 1u);
 
   // The request in flight drains normally.
@@ -280,7 +280,7 @@ TEST(Waiting, ARequestThatWouldWaitAfterShutdownBeganIsAnswered503AtOnce) {
   RawResponse res = parse_response(received.substr(received.find("\r\n\r\n") + 4));
   EXPECT_EQ(res.status, 503);
   EXPECT_EQ(res.header("Retry-After"), "1");
-  EXPECT_FALSE(parse_response(first.received()).complete) << "the 503 came only when the key was free";
+  EXPECT_EQ(health(shim, "wait").in_flight, 1) << "the 503 came only when the key was free";
   EXPECT_EQ(upstream.request_count(), 1u);
   upstream.release();
   ASSERT_TRUE(first.read_response());
