@@ -14,9 +14,11 @@ using namespace std::chrono;
 
 // True when the request now waits. It does only while max_wait has time
 // left and a key may become eligible within it: one busy at its
-// max_concurrent, or a cooldown that ends before the wait would.
+// max_concurrent, or a cooldown that ends before the wait would; and never
+// once shutdown has emptied the wait room (a request whose body was still
+// arriving then), which would hold up the drain until max_wait.
 bool Exchange::start_waiting(const pool::Selection& selection) {
-  if (m_settings.max_wait.count() == 0) {
+  if (m_settings.max_wait.count() == 0 || m_context.waits.closed()) {
     return false;
   }
   const MonoTime now = m_context.clock.now();

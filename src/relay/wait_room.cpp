@@ -76,6 +76,7 @@ void WaitRoom::wake_once(const std::string& pool) {
 }
 
 void WaitRoom::close_all() {
+  m_closed = true;
   std::vector<std::shared_ptr<Waiter>> everyone;
   for (auto& [pool, queue] : m_queues) {
     for (const std::weak_ptr<Waiter>& entry : queue) {

@@ -32,8 +32,11 @@ public:
   // A key of `pool` was released or ended its cooldown: offer it to the
   // waiters in arrival order. Safe to call from inside a retry().
   void wake(const std::string& pool);
-  // Shutdown: every waiter is told, and the room empties.
+  // Shutdown: every waiter is told, and the room empties for good.
   void close_all();
+  // True once close_all() ran: a request must not start to wait then, as
+  // nobody would end its wait before max_wait.
+  bool closed() const { return m_closed; }
 
   std::size_t waiting(const std::string& pool) const;
   bool empty() const { return m_queues.empty(); }
@@ -44,6 +47,7 @@ private:
   std::map<std::string, std::deque<std::weak_ptr<Waiter>>> m_queues;
   bool m_waking = false; // a wake is running: a nested one only asks for another pass
   bool m_again = false;
+  bool m_closed = false;
 };
 
 } // namespace keyshim::relay

@@ -229,6 +229,12 @@ void FakeUpstream::push(Scripted response) {
   m_script.push_back(std::move(response));
 }
 
+void FakeUpstream::require_key(std::string header, std::string value) {
+  std::lock_guard lock(m_mutex);
+  m_key_header = std::move(header);
+  m_key_value = std::move(value);
+}
+
 void FakeUpstream::release() {
   std::lock_guard lock(m_mutex);
   m_released = true;
@@ -317,7 +323,12 @@ void FakeUpstream::serve_connection(int fd) {
     bool head_request = request.method == "HEAD";
     {
       std::lock_guard lock(m_mutex);
-      if (!m_script.empty()) {
+      if (!m_key_header.empty() && request.header(m_key_header) != m_key_value) {
+        script.status = 401;
+        script.headers = {{"Content-Type", "application/json"}};
+        script.pieces = {R"({"error":{"type":"authentication_error","message":"invalid api key"}})"};
+        script.chunked = false;
+      } else if (!m_script.empty()) {
         script = std::move(m_script.front());
         m_script.pop_front();
       } else {

@@ -55,6 +55,10 @@ public:
   void push(Scripted response);
   // Let held responses continue.
   void release();
+  // Answer 401 with a JSON error (the script untouched) to every request whose
+  // `header` (any case) is not exactly `value`, as a provider refuses a key
+  // it did not issue. Such requests are still recorded in seen().
+  void require_key(std::string header, std::string value);
 
   std::vector<SeenRequest> seen() const;
   std::size_t request_count() const;
@@ -82,6 +86,8 @@ private:
   std::size_t m_hangups = 0;
   std::size_t m_connections = 0;
   bool m_released = false;
+  std::string m_key_header; // require_key(); empty: every request is accepted
+  std::string m_key_value;
   bool m_stopping = false;
   std::vector<std::thread> m_workers;
   std::vector<int> m_open_fds;

@@ -15,6 +15,19 @@ std::string substitute(std::string text, const std::string& upstream) {
   return text;
 }
 
+// `base_url`, `extra`, then the test timeouts `extra` does not set.
+std::string upstream_settings(const std::string& base_url, const std::string& extra) {
+  std::string upstream = "base_url = \"" + base_url + "\"\n" + extra;
+  for (const char* setting :
+       {"connect_timeout = \"2s\"\n", "first_byte_timeout = \"5s\"\n", "idle_timeout = \"5s\"\n"}) {
+    std::string name = std::string(setting).substr(0, std::string(setting).find(' '));
+    if (extra.find(name) == std::string::npos) {
+      upstream += setting;
+    }
+  }
+  return upstream;
+}
+
 } // namespace
 
 Shim::Shim(const std::string& pool, const std::string& upstream_url)
@@ -48,18 +61,20 @@ std::string test_key(int i) {
 }
 
 std::string pool_toml(int n, const std::string& upstream_extra, const std::string& server_extra) {
-  // Test defaults, unless `upstream_extra` sets the same setting.
-  std::string upstream = "base_url = \"@UPSTREAM@\"\n" + upstream_extra;
-  for (const char* setting :
-       {"connect_timeout = \"2s\"\n", "first_byte_timeout = \"5s\"\n", "idle_timeout = \"5s\"\n"}) {
-    std::string name = std::string(setting).substr(0, std::string(setting).find(' '));
-    if (upstream_extra.find(name) == std::string::npos) {
-      upstream += setting;
-    }
-  }
+  std::string upstream = upstream_settings("@UPSTREAM@", upstream_extra);
   std::string text = "[server]\n" + server_extra + "\n[upstream]\n" + upstream + "\n";
   for (int i = 0; i < n; ++i) {
     text += fmt::format("[[keys]]\nlabel = \"k{}\"\nkey = \"{}\"\n", i, test_key(i));
+  }
+  return text;
+}
+
+std::string pool_section(const std::string& name, const std::string& base_url, const std::string& extra,
+                         const std::vector<PoolKey>& keys) {
+  std::string text = fmt::format("\n[pools.{}]\n{}", name, upstream_settings(base_url, extra));
+  for (const PoolKey& key : keys) {
+    text += fmt::format("[[pools.{}.keys]]\nlabel = \"{}\"\nkey = \"{}\"\n{}", name, key.label, key.secret,
+                        key.extra);
   }
   return text;
 }

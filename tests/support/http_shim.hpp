@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace keyshim::test {
 
@@ -37,5 +39,19 @@ private:
 std::string pool_toml(int n, const std::string& upstream_extra = "", const std::string& server_extra = "");
 // The secret of key i in pool_toml().
 std::string test_key(int i);
+
+// A key of a named pool: its label, its secret, settings of its own.
+struct PoolKey {
+  PoolKey(std::string label_, std::string secret_, std::string extra_ = "")
+      : label(std::move(label_)), secret(std::move(secret_)), extra(std::move(extra_)) {}
+  std::string label;
+  std::string secret;
+  std::string extra; // settings of this key alone, e.g. "max_concurrent = 1\n"
+};
+// A [pools.NAME] table at `base_url` with `extra` settings (test timeouts
+// unless `extra` sets them), then one [[pools.NAME.keys]] entry per key.
+// Appended to pool_toml() or to a "[server]" table it makes a pool file.
+std::string pool_section(const std::string& name, const std::string& base_url, const std::string& extra,
+                         const std::vector<PoolKey>& keys);
 
 } // namespace keyshim::test
