@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -9,9 +10,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <system_error>
 
 namespace keyshim::cli {
 namespace {
@@ -89,10 +89,19 @@ sigset_t block_child_signals() {
 
 std::vector<int> open_descriptors() {
   std::vector<int> fds;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
-    fds.push_back(std::atoi(entry.path().filename().c_str()));
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) {
+    return fds;
   }
+  // Not the directory's own descriptor: its number is free again afterwards,
+  // and the next socket may well get it.
+  int own = dirfd(dir);
+  while (const dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] != '.' && std::atoi(entry->d_name) != own) {
+      fds.push_back(std::atoi(entry->d_name));
+    }
+  }
+  closedir(dir);
   return fds;
 }
 
