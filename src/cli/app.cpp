@@ -44,8 +44,8 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
 
   std::vector<Subcommand> commands = {
-      add_serve(app), add_check(app),  add_init(app),   add_service(app),
-      add_env(app),   add_status(app), add_reload(app), add_demo(app),
+      add_serve(app), add_check(app),  add_init(app),   add_service(app), add_env(app),
+      add_run(app),   add_status(app), add_reload(app), add_demo(app),
   };
 
   try {

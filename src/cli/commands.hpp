@@ -17,6 +17,7 @@ Subcommand add_init(CLI::App& parent);
 Subcommand add_serve(CLI::App& parent);
 Subcommand add_service(CLI::App& parent);
 Subcommand add_env(CLI::App& parent);
+Subcommand add_run(CLI::App& parent);
 Subcommand add_status(CLI::App& parent);
 Subcommand add_reload(CLI::App& parent);
 Subcommand add_demo(CLI::App& parent);

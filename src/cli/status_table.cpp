@@ -199,6 +199,7 @@ StatusAnswer fetch_status(const InstanceAddress& instance) {
   server::LocalResponse result = server::local_get(instance.listen, "/status", instance.client_token);
   if (result.status == 0) {
     if (result.refused) {
+      answer.refused = true;
       return failure(answer, fmt::format("no keyshim answering on {} (start it with `keyshim serve` or "
                                          "`keyshim service install`)",
                                          where));

@@ -29,6 +29,7 @@ struct StatusAnswer {
   std::string body;               // as received
   std::optional<util::Json> json; // set when the body is keyshim's status object
   std::string error;              // "" when `json` is usable; else the message for the user
+  bool refused = false;           // nothing accepted the connection: no instance there
 
   bool ok() const { return error.empty(); }
 };

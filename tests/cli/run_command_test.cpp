@@ -1,0 +1,225 @@
+// `keyshim run -- COMMAND` as a black box: the command is a small shell
+// script (the fake tool) that prints its environment or calls through
+// keyshim with curl to a scripted fake upstream.
+#include "support/http_fake_upstream.hpp"
+#include "support/http_raw_client.hpp"
+#include "support/run_binary.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+using keyshim::test::ChildProcess;
+using keyshim::test::FakeUpstream;
+using keyshim::test::RunOptions;
+using keyshim::test::RunResult;
+using keyshim::test::TempDir;
+
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr const char* k_key = "sk-run-test-key-0123456789";
+constexpr const char* k_key_variable = "KEYSHIM_RUN_TEST_KEY";
+
+// The fake tool's call through keyshim, as the OpenAI SDKs make it: the
+// base URL and key from the environment. Prints the body it got.
+constexpr const char* k_call_through =
+    "curl -sS --noproxy '*' -H \"Authorization: Bearer $OPENAI_API_KEY\" \"$OPENAI_BASE_URL/models\"";
+
+bool contains(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+// True when a listener could take `port` now: nothing listens there.
+bool port_is_free(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool free = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 && listen(fd, 1) == 0;
+  close(fd);
+  return free;
+}
+
+class RunCommand : public ::testing::Test {
+protected:
+  void SetUp() override {
+    m_port = keyshim::test::unused_loopback_port();
+    ASSERT_GT(m_port, 0);
+    write_pool(m_port);
+  }
+
+  // The pool's key comes from the environment, so the command inherits a
+  // variable holding it unless keyshim run removes it.
+  void write_pool(int listen_port) {
+    m_path = m_dir.write("keys.toml", "[server]\nlisten = \"127.0.0.1:" + std::to_string(listen_port) +
+                                          "\"\ndrain_timeout = \"2s\"\n\n[upstream]\nbase_url = \"" +
+                                          m_upstream.base_url() +
+                                          "\"\nconnect_timeout = \"2s\"\n\n[[keys]]\nlabel = \"only\"\n"
+                                          "key_env = \"" +
+                                          k_key_variable + "\"\n");
+  }
+
+  // Never the developer's own pool file or proxies.
+  RunOptions options() const {
+    RunOptions options;
+    options.env = {{"HOME", m_dir.path()}, {k_key_variable, k_key}};
+    options.unset_env = {"KEYSHIM_CONFIG", "XDG_CONFIG_HOME", "http_proxy", "HTTP_PROXY",
+                         "https_proxy",    "HTTPS_PROXY",     "all_proxy",  "ALL_PROXY"};
+    options.timeout = 30s;
+    return options;
+  }
+
+  std::vector<std::string> run_argv(const std::vector<std::string>& command,
+                                    const std::vector<std::string>& flags = {}) const {
+    std::vector<std::string> argv = {KEYSHIM_BINARY, "run", "-c", m_path};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.push_back("--");
+    argv.insert(argv.end(), command.begin(), command.end());
+    return argv;
+  }
+
+  RunResult run(const std::vector<std::string>& command) const {
+    return keyshim::test::run_binary(run_argv(command), options());
+  }
+
+  bool wait_until_ready() const {
+    httplib::Client client("127.0.0.1", m_port);
+    client.set_connection_timeout(0, 200'000);
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      if (client.Get("/health")) {
+        return true;
+      }
+      std::this_thread::sleep_for(25ms);
+    }
+    return false;
+  }
+
+  void expect_one_request_with_the_pool_key() const {
+    ASSERT_TRUE(m_upstream.wait_for_requests(1, 5s));
+    std::vector<keyshim::test::SeenRequest> seen = m_upstream.seen();
+    ASSERT_EQ(seen.size(), 1u);
+    EXPECT_EQ(seen[0].target, "/v1/models");
+    EXPECT_EQ(seen[0].header("Authorization"), std::string("Bearer ") + k_key);
+  }
+
+  FakeUpstream m_upstream;
+  TempDir m_dir;
+  int m_port = 0;
+  std::string m_path;
+};
+
+} // namespace
+
+TEST_F(RunCommand, StartsKeyshimForTheCommandAndStopsItAfterwards) {
+  ASSERT_TRUE(port_is_free(m_port));
+  RunResult r = run({"sh", "-c", k_call_through});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, R"({"ok":true})")) << r.out;
+  expect_one_request_with_the_pool_key();
+  // Quiet by default: the command owns the terminal.
+  EXPECT_FALSE(contains(r.err, "listening")) << r.err;
+  // keyshim stopped with the command: nothing listens there any more.
+  EXPECT_TRUE(port_is_free(m_port));
+  EXPECT_FALSE(contains(r.all_output(), k_key));
+}
+
+TEST_F(RunCommand, VerboseLogsTheStartedKeyshim) {
+  RunResult r = keyshim::test::run_binary(run_argv({"sh", "-c", k_call_through}, {"-v"}), options());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "keyshim listening on http://127.0.0.1:" + std::to_string(m_port))) << r.err;
+  EXPECT_TRUE(contains(r.err, "GET /v1/models")) << r.err;
+  EXPECT_FALSE(contains(r.all_output(), k_key));
+}
+
+TEST_F(RunCommand, ReusesAKeyshimAlreadyAnsweringOnTheAddress) {
+  RunOptions serve_options = options();
+  serve_options.timeout = 60s;
+  ChildProcess serve = ChildProcess::start({KEYSHIM_BINARY, "serve", "-c", m_path}, serve_options);
+  ASSERT_TRUE(wait_until_ready()) << serve.err();
+
+  RunResult r = keyshim::test::run_binary(run_argv({"sh", "-c", k_call_through}, {"-v"}), options());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, R"({"ok":true})")) << r.out;
+  expect_one_request_with_the_pool_key();
+  // No keyshim of its own, and the running one is still there.
+  EXPECT_FALSE(contains(r.err, "listening")) << r.err;
+  EXPECT_TRUE(wait_until_ready());
+
+  serve.send_signal(SIGTERM);
+  RunResult served = serve.wait();
+  EXPECT_EQ(served.exit_code, 0) << served.err;
+  EXPECT_TRUE(contains(served.err, "GET /v1/models")) << served.err;
+}
+
+TEST_F(RunCommand, ExitCodeIsTheCommands) {
+  EXPECT_EQ(run({"sh", "-c", "exit 7"}).exit_code, 7);
+  EXPECT_EQ(run({"true"}).exit_code, 0);
+  EXPECT_TRUE(port_is_free(m_port));
+}
+
+TEST_F(RunCommand, CommandKilledBySignalExitsWith128PlusTheSignal) {
+  EXPECT_EQ(run({"sh", "-c", "kill -TERM $$"}).exit_code, 128 + SIGTERM);
+}
+
+TEST_F(RunCommand, MissingCommandExits127LikeAShell) {
+  RunResult r = run({"keyshim-no-such-command"});
+  EXPECT_EQ(r.exit_code, 127);
+  EXPECT_TRUE(contains(r.err, "keyshim: keyshim-no-such-command: not found")) << r.err;
+  EXPECT_TRUE(port_is_free(m_port));
+}
+
+TEST_F(RunCommand, NonExecutableCommandExits126) {
+  std::string script = m_dir.write("not-executable.sh", "#!/bin/sh\nexit 0\n", 0600);
+  RunResult r = run({script});
+  EXPECT_EQ(r.exit_code, 126);
+  EXPECT_TRUE(contains(r.err, "permission denied")) << r.err;
+}
+
+TEST_F(RunCommand, CommandEnvironmentHasTheToolVariablesAndNoKeyMaterial) {
+  RunResult r = run({"env"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string url = "http://127.0.0.1:" + std::to_string(m_port);
+  EXPECT_TRUE(contains(r.out, "KEYSHIM_URL=" + url + "\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "OPENAI_BASE_URL=" + url + "/v1\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "OPENAI_API_KEY=keyshim\n")) << r.out;
+  // The variable key_env reads is not passed on, nor is the key anywhere.
+  EXPECT_FALSE(contains(r.out, std::string(k_key_variable) + "=")) << r.out;
+  EXPECT_FALSE(contains(r.all_output(), k_key));
+}
+
+TEST_F(RunCommand, SignalSentToKeyshimReachesTheCommand) {
+  ChildProcess child = ChildProcess::start(
+      run_argv({"sh", "-c", "trap 'kill $p; exit 9' TERM; sleep 30 & p=$!; echo ready; wait $p"}), options());
+  ASSERT_TRUE(child.wait_for_stdout("ready")) << child.err();
+  child.send_signal(SIGTERM);
+  RunResult r = child.wait();
+  EXPECT_EQ(r.exit_code, 9) << r.err;
+  EXPECT_TRUE(port_is_free(m_port));
+}
+
+TEST_F(RunCommand, AddressTakenBySomethingElseFailsWithoutRunningTheCommand) {
+  // The fake upstream answers /status with something that is not keyshim's.
+  write_pool(m_upstream.port());
+  RunResult r = run({"sh", "-c", "echo ran"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_FALSE(contains(r.out, "ran")) << r.out;
+  EXPECT_TRUE(
+      contains(r.err, "keyshim: error: cannot run sh: 127.0.0.1:" + std::to_string(m_upstream.port())))
+      << r.err;
+}
