@@ -334,6 +334,14 @@ void KeyPool::count_tokens(std::size_t index, std::uint64_t input, std::uint64_t
   }
 }
 
+void KeyPool::count_bytes(std::size_t index, std::uint64_t bytes) {
+  Cell& cell = *m_cells.at(index);
+  std::lock_guard lock(cell.mutex);
+  for (UsageCounts* counts : {&cell.today(m_clock.now()), &cell.health.total}) {
+    counts->bytes += bytes;
+  }
+}
+
 KeyHealth KeyPool::health(std::size_t index) const {
   Cell& cell = *m_cells.at(index);
   std::lock_guard lock(cell.mutex);

@@ -34,6 +34,7 @@ struct UsageCounts {
   std::array<std::uint64_t, k_failure_classes> failures{};
   std::uint64_t input_tokens = 0;
   std::uint64_t output_tokens = 0;
+  std::uint64_t bytes = 0; // response body bytes relayed to clients from the commit point on
 };
 
 struct KeyHealth {
@@ -126,6 +127,8 @@ public:
   void count_attempt(std::size_t index, std::optional<FailureClass> failure);
   // Tokens a response served by the key reported using.
   void count_tokens(std::size_t index, std::uint64_t input, std::uint64_t output);
+  // Body bytes a response served by the key relayed to its client.
+  void count_bytes(std::size_t index, std::uint64_t bytes);
 
   KeyHealth health(std::size_t index) const;
   std::vector<KeySnapshot> snapshot() const;

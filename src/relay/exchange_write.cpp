@@ -152,13 +152,16 @@ void Exchange::on_answer_written(const ErrorCode& ec, bool close) {
   finish(close ? Downstream::Next::close : Downstream::Next::request);
 }
 
-// The tokens the response reported, for its key's usage and the log line.
+// The tokens the response reported, for its key's usage and the log line,
+// and the body bytes relayed. `m_usage` exists from the commit point on, so
+// a relayed error or keyshim's own answer counts toward no key.
 void Exchange::count_usage() {
   if (!m_usage) {
     return;
   }
   policy::Usage usage = m_usage->finish();
   m_usage.reset();
+  m_pool.count_bytes(m_attempt.index, m_record.bytes);
   m_record.input_tokens = usage.input;
   m_record.output_tokens = usage.output;
   if (usage.input || usage.output) {

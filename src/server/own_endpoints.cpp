@@ -1,8 +1,9 @@
 // What keyshim answers itself, before anything is relayed: the guards that
-// protect the port holding the keys, /health, /status, `HEAD /`, and the 503
-// that explains an unusable pool file.
+// protect the port holding the keys, /health, /status, /metrics, `HEAD /`,
+// and the 503 that explains an unusable pool file.
 #include "relay/json_error.hpp"
 #include "relay/request_log.hpp"
+#include "server/metrics.hpp"
 #include "server/request_guard.hpp"
 #include "server/shim_server.hpp"
 #include "server/status_json.hpp"
@@ -88,10 +89,21 @@ std::optional<relay::Answer> ShimServer::answer_own(const http::request_header<>
     return refusal(401, "keyshim: this keyshim requires its client_token as the API key",
                    "invalid_client_token");
   }
-  if (path == "/status" && head.method() == http::verb::get) {
+  // /status and /metrics say which keys exist and how they fare: behind the
+  // token like the keys themselves.
+  bool get = head.method() == http::verb::get;
+  if ((path == "/status" || path == "/metrics") && get) {
     InstanceInfo info{static_cast<long>(::getpid()), m_generation.load(), m_options.config_path,
                       state.problem, m_listen.text()};
-    return json(200, status_json(pool_reports(state), util::system_clock().now(), info));
+    util::TimePoint now = util::system_clock().now();
+    if (path == "/status") {
+      return json(200, status_json(pool_reports(state), now, info));
+    }
+    relay::Answer answer;
+    answer.status = 200;
+    answer.headers.emplace_back("Content-Type", std::string(k_metrics_content_type));
+    answer.body = metrics_text(pool_reports(state), now, info);
+    return answer;
   }
   if (state.config && !state.route(head.target())) {
     return no_pool_answer(method, path, *state.config);

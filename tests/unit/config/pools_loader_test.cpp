@@ -128,7 +128,7 @@ TEST(LoadPools, NamesMustBeAPathSegmentAndNotReserved) {
     text.replace(text.find("pools.X"), 7, "pools." + name);
     EXPECT_NE(problems(text).find("a pool name is the first part of its URL path"), std::string::npos) << bad;
   }
-  for (const char* reserved : {"default", "health", "status"}) {
+  for (const char* reserved : {"default", "health", "status", "metrics"}) {
     std::string text = std::string("[pools.") + reserved + "]\n[[pools." + reserved + ".keys]]\nkey = \"sk-r\"\n";
     EXPECT_NE(problems(text).find(std::string("\"") + reserved + "\" is reserved"), std::string::npos) << reserved;
   }

@@ -79,7 +79,7 @@ TEST(KeyPoolLimits, RoundRobinAndLeastRecentlyUsedRespectTheLimitToo) {
   }
 }
 
-TEST(KeyPoolUsage, AttemptsFailuresAndTokensAreCountedForTodayAndSinceStart) {
+TEST(KeyPoolUsage, AttemptsFailuresTokensAndBytesAreCountedForTodayAndSinceStart) {
   test::FakeClock clock;
   KeyPool pool(make_keys({"a"}), Strategy::ordered, clock);
   pool.count_attempt(0, std::nullopt);
@@ -87,6 +87,8 @@ TEST(KeyPoolUsage, AttemptsFailuresAndTokensAreCountedForTodayAndSinceStart) {
   pool.count_attempt(0, FailureClass::transport);
   pool.count_tokens(0, 120, 45);
   pool.count_tokens(0, 30, 5);
+  pool.count_bytes(0, 1000);
+  pool.count_bytes(0, 24);
   KeyHealth h = pool.health(0);
   for (const UsageCounts& usage : {h.today, h.total}) {
     EXPECT_EQ(usage.requests, 3u);
@@ -95,6 +97,7 @@ TEST(KeyPoolUsage, AttemptsFailuresAndTokensAreCountedForTodayAndSinceStart) {
     EXPECT_EQ(usage.failures.at(static_cast<std::size_t>(FailureClass::auth)), 0u);
     EXPECT_EQ(usage.input_tokens, 150u);
     EXPECT_EQ(usage.output_tokens, 50u);
+    EXPECT_EQ(usage.bytes, 1024u);
   }
 }
 
