@@ -155,11 +155,11 @@ TEST(PoolsBinary, EachProviderGetsItsOwnRequestsWithOnlyItsOwnKey) {
   }
 
   ASSERT_TRUE(
-      serve.wait_for_stderr("POST /gemini/v1beta/models/x:generateContent 200 pool=gemini key=gem-main"))
+      serve.wait_for_stderr("POST /gemini/v1beta/models/x:generateContent 200 pool=gemini model=x key=gem-main"))
       << serve.err();
-  EXPECT_NE(serve.err().find("POST /openai/v1/chat/completions 200 pool=openai key=oa-main"),
+  EXPECT_NE(serve.err().find("POST /openai/v1/chat/completions 200 pool=openai model=gpt key=oa-main"),
             std::string::npos);
-  EXPECT_NE(serve.err().find("POST /anthropic/v1/messages 200 pool=anthropic key=ant-main"),
+  EXPECT_NE(serve.err().find("POST /anthropic/v1/messages 200 pool=anthropic model=claude key=ant-main"),
             std::string::npos);
   serve.send_signal(SIGTERM);
   RunResult result = serve.wait();
@@ -236,7 +236,7 @@ TEST(PoolRouting, AQueryAuthPoolGetsItsKeyInTheQueryInPlaceOfTheClients) {
   EXPECT_FALSE(seen.has_header("x-goog-api-key"));
   EXPECT_FALSE(seen.has_header("Authorization"));
   // The log line has the path, never the query that carries the key.
-  EXPECT_TRUE(logs.wait_for("GET /gemini/v1beta/models 200 pool=gemini key=gem-main")) << logs.text();
+  EXPECT_TRUE(logs.wait_for("GET /gemini/v1beta/models 200 pool=gemini model=x key=gem-main")) << logs.text();
   EXPECT_FALSE(logs.contains(k_gemini.secret.substr(4)));
 }
 
