@@ -6,6 +6,7 @@
 // reach the 414/431 caps too.
 #include "fuzz_check.hpp"
 #include "server/request_head.hpp"
+#include "util/ascii.hpp"
 
 #include <boost/asio/buffer.hpp>
 
@@ -17,6 +18,35 @@ namespace {
 
 using namespace keyshim;
 namespace http = relay::http;
+
+// check_head's promises restated on the raw lines, independently of how it
+// walks them: every header line up to the blank line ending the head is
+// judged, so an accepted head has no folded line and not both framings.
+void check_accepted_lines(std::string_view head) {
+  bool content_length = false;
+  bool transfer_encoding = false;
+  bool first = true;
+  while (!head.empty()) {
+    std::size_t nl = head.find('\n');
+    std::string_view line = head.substr(0, nl);
+    head = nl == std::string_view::npos ? std::string_view{} : head.substr(nl + 1);
+    if (!line.empty() && line.back() == '\r') {
+      line.remove_suffix(1);
+    }
+    if (first) {
+      first = false;
+      continue;
+    }
+    if (line.empty()) {
+      break;
+    }
+    KEYSHIM_FUZZ_CHECK(line.front() != ' ' && line.front() != '\t');
+    std::string_view name = line.substr(0, line.find(':'));
+    content_length = content_length || util::iequals(name, "content-length");
+    transfer_encoding = transfer_encoding || util::iequals(name, "transfer-encoding");
+  }
+  KEYSHIM_FUZZ_CHECK(!(content_length && transfer_encoding));
+}
 
 void judge(std::string_view buffered, const server::HeadLimits& limits) {
   // As server::Connection::parse_head does it.
@@ -34,6 +64,7 @@ void judge(std::string_view buffered, const server::HeadLimits& limits) {
     (void)server::error_response(verdict.status, verdict.message);
     return;
   }
+  check_accepted_lines(buffered.substr(0, end));
   http::request_parser<http::string_body> parser;
   parser.header_limit(static_cast<std::uint32_t>(limits.max_head_bytes + 1024));
   parser.body_limit(limits.max_body_bytes);
