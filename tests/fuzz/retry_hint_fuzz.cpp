@@ -65,11 +65,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // failed for a very long time (the pool's counters are ints: a billion
   // failures in a row is beyond any real run): a cooldown is never negative
   // and never over the cap.
+  // One status per kind of row in the failure table keeps the target fast.
   policy::Limits limits;
-  for (int status : {200, 400, 401, 403, 404, 429, 500, 503, 529}) {
-    for (policy::KeyHistory history : {policy::KeyHistory{0, 0}, policy::KeyHistory{3, 2},
-                                       policy::KeyHistory{64, 64}, policy::KeyHistory{1 << 30, 1 << 30}}) {
-      policy::Outcome outcome{policy::TransportFailure::none, status, headers, std::string(body), false};
+  policy::Outcome outcome{policy::TransportFailure::none, 0, std::move(headers), std::string(body), false};
+  for (int status : {200, 400, 403, 429, 503}) {
+    outcome.status = status;
+    for (policy::KeyHistory history :
+         {policy::KeyHistory{0, 0}, policy::KeyHistory{3, 2}, policy::KeyHistory{1 << 30, 1 << 30}}) {
       policy::Verdict verdict = policy::classify(outcome, history, k_now, limits);
       KEYSHIM_FUZZ_CHECK(verdict.cooldown >= milliseconds(0) && verdict.cooldown <= limits.max_cooldown);
     }
