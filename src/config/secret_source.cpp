@@ -177,6 +177,7 @@ SecretOutcome secret_from_command(const std::vector<std::string>& argv, const Co
   ::fcntl(pipe_fds[1], F_SETFD, FD_CLOEXEC);
 
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const std::string& arg : argv) {
     args.push_back(const_cast<char*>(arg.c_str()));
   }

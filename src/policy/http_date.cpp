@@ -10,7 +10,6 @@ namespace keyshim::policy {
 namespace {
 
 using namespace std::chrono;
-using detail::ascii_lower;
 using detail::is_alpha;
 using detail::is_digit;
 

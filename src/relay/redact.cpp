@@ -51,22 +51,38 @@ std::string Redactor::apply(std::string_view text) const {
   return out;
 }
 
+// Left to right, each time replacing the earliest occurrence of any needle.
+// A loop, not a recursion per occurrence: a 1 MiB error body repeating a key
+// would otherwise be 100,000 stack frames. Each needle's next occurrence is
+// remembered once a key was found and searched again only when a replacement
+// passed it, so a needle that is not there is not searched for again and
+// again through the rest of the text.
 void Redactor::append(std::string& out, std::string_view text) const {
-  const Needle* first = nullptr;
-  std::size_t at = std::string_view::npos;
-  for (const Needle& needle : m_needles) {
-    std::size_t found = text.find(needle.text);
-    if (found < at) {
-      at = found;
-      first = &needle;
+  std::vector<std::size_t> next; // per needle, once the first key is found
+  std::size_t pos = 0;
+  while (true) {
+    const Needle* first = nullptr;
+    std::size_t at = std::string_view::npos;
+    for (std::size_t i = 0; i < m_needles.size(); ++i) {
+      std::size_t found = next.empty() || next[i] < pos ? text.find(m_needles[i].text, pos) : next[i];
+      if (!next.empty()) {
+        next[i] = found;
+      }
+      if (found < at) {
+        at = found;
+        first = &m_needles[i];
+      }
     }
+    if (!first) {
+      break;
+    }
+    if (next.empty()) {
+      next.resize(m_needles.size(), 0); // 0: searched again from past this replacement
+    }
+    out.append(text.substr(pos, at - pos)).append(first->fingerprint);
+    pos = at + first->text.size();
   }
-  if (!first) {
-    out.append(text);
-    return;
-  }
-  out.append(text.substr(0, at)).append(first->fingerprint);
-  append(out, text.substr(at + first->text.size())); // at most one level per occurrence
+  out.append(text.substr(pos));
 }
 
 } // namespace keyshim::relay

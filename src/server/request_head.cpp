@@ -70,7 +70,9 @@ HeadVerdict check_head(std::string_view head, const HeadLimits& limits) {
       first = false;
       continue;
     }
-    if (trim(line).empty()) {
+    // Only an empty line ends the head (as for find_head_end and Beast); a
+    // line of blanks is a folded line, and the lines after it must be judged.
+    if (line.empty() || line == "\r") {
       break;
     }
     if (line.front() == ' ' || line.front() == '\t') {

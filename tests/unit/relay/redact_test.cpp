@@ -75,6 +75,23 @@ TEST(Redactor, AKeyThatExtendsAnotherKeyIsRedactedWhole) {
   EXPECT_EQ(out.find("tail-secret"), std::string::npos) << out;
 }
 
+TEST(Redactor, AMegabyteRepeatingAKeyIsRedactedWhole) {
+  // Found while writing tests/fuzz/redact_fuzz: each occurrence used to cost
+  // a level of recursion (a stack overflow at a few hundred thousand) and a
+  // fresh scan of the rest of the text for every other needle.
+  test::FakeClock clock;
+  pool::KeyPool pool(keys_of({"sk-echo", "sk-absent/key"}), config::Strategy::ordered, clock);
+  Redactor redact(pool);
+  const std::string& fingerprint = pool.key(0).secret.fingerprint();
+  std::string text;
+  std::string expected;
+  for (int i = 0; i < 131'072; ++i) { // 1 MiB, the error body the relay keeps
+    text += "sk-echo,";
+    expected += fingerprint + ",";
+  }
+  EXPECT_EQ(redact.apply(text), expected);
+}
+
 TEST(Redactor, AnEmptyPoolChangesNothing) {
   test::FakeClock clock;
   pool::KeyPool pool({}, config::Strategy::ordered, clock);

@@ -51,6 +51,21 @@ TEST(RequestHead, RefusesAmbiguousOrOversizedInput) {
   EXPECT_EQ(check_head("GET / HTTP/1.1\r\nX: " + std::string(9000, 'a') + "\r\n\r\n", limits).status, 431);
 }
 
+TEST(RequestHead, ALineOfBlanksIsAFoldNotTheEndOfTheHead) {
+  // Found by tests/fuzz/request_head_fuzz: a line of only spaces or tabs
+  // ended the checks, so the lines after it went unjudged to Beast, which
+  // reads such a line as a fold and parses on.
+  HeadLimits limits;
+  limits.max_body_bytes = 100;
+  EXPECT_EQ(check_head("GET / HTTP/1.1\r\nHost: a\r\n \r\nX: " + std::string(9000, 'a') + "\r\n\r\n", limits)
+                .status,
+            400);
+  EXPECT_EQ(check_head("POST / HTTP/1.1\r\nHost: a\r\n\t\r\nContent-Length: 101\r\n\r\n", limits).status,
+            400);
+  EXPECT_EQ(check_head("GET / HTTP/1.1\nHost: a\n   \n\n", limits).status, 400);
+  EXPECT_EQ(check_head("GET / HTTP/1.1\r\nHost: a\r\n\r\n", limits).status, 0);
+}
+
 TEST(RequestHead, ErrorResponsesAreCompleteJson) {
   std::string response = error_response(431, "too \"big\"");
   EXPECT_EQ(response.rfind("HTTP/1.1 431 Request Header Fields Too Large\r\n", 0), 0u);
