@@ -212,8 +212,8 @@ Subcommand add_service(CLI::App& parent) {
   CLI::App* install = add_action(
       *app, "install", "write and start the service; refuses while the pool file has problems", *options);
   CLI::App* uninstall = add_action(*app, "uninstall", "stop the service and remove its file", *options);
-  CLI::App* status = add_action(*app, "status", "show the service manager's view of the service", *options);
-  return {app, [options, install, uninstall, status] {
+  add_action(*app, "status", "show the service manager's view of the service", *options);
+  return {app, [options, install, uninstall] {
             if (install->parsed()) {
               return run_install(*options);
             }

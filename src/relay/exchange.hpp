@@ -142,7 +142,7 @@ private:
 
   // ---- the response body (exchange_body.cpp)
   void read_piece();
-  void on_piece(unsigned generation, const ErrorCode& ec);
+  void on_piece(unsigned generation, const ErrorCode& error);
   void take_error_piece(std::string_view piece, bool done);
   void take_probe_piece(std::string_view piece, bool done);
   void commit(std::string_view first, bool done);
