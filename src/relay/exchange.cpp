@@ -25,7 +25,7 @@ std::string path_of(std::string_view target) {
 
 } // namespace
 
-Exchange::Exchange(std::shared_ptr<const PoolState> state, Route route, ClientRequest request,
+Exchange::Exchange(std::shared_ptr<const PoolState> state, const Route& route, ClientRequest request,
                    std::shared_ptr<Downstream> client, RelayContext& context)
     : m_state(std::move(state)), m_served(m_state->pools.at(route.pool)),
       m_settings(m_served.config->upstream), m_pool(*m_served.keys), m_request(std::move(request)),

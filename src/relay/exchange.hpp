@@ -77,7 +77,7 @@ struct RelayContext {
 class Exchange : public std::enable_shared_from_this<Exchange>, public Waiter {
 public:
   // Relay `request` to the pool `route` names, with the route's target.
-  Exchange(std::shared_ptr<const PoolState> state, Route route, ClientRequest request,
+  Exchange(std::shared_ptr<const PoolState> state, const Route& route, ClientRequest request,
            std::shared_ptr<Downstream> client, RelayContext& context);
 
   // Begin: choose a key and make the first attempt (or answer at once).

@@ -203,7 +203,7 @@ void Connection::dispatch() {
   m_phase = Phase::exchanging;
   ++m_requests;
   m_server.request_started();
-  m_exchange = std::make_shared<relay::Exchange>(m_state, std::move(*route), m_parser->release(),
+  m_exchange = std::make_shared<relay::Exchange>(m_state, *route, m_parser->release(),
                                                  shared_from_this(), m_server.relay_context());
   m_parser.reset();
   m_exchange->start();
