@@ -72,9 +72,11 @@ std::optional<relay::Answer> ShimServer::answer_own(const http::request_header<>
   }
   bool get_or_head = head.method() == http::verb::get || head.method() == http::verb::head;
   if (path == "/health" && get_or_head) {
-    // 200 only when a request to any pool would find a key now.
+    // 503 only when no pool has a key to serve with: a service manager or a
+    // monitor that restarts on 503 would not help a pool whose keys cool.
+    // "degraded" in the body says that some pool has none.
     std::vector<PoolReport> pools = pool_reports(state);
-    return json(every_pool_serves(pools) ? 200 : 503, health_json(pools));
+    return json(some_pool_serves(pools) ? 200 : 503, health_json(pools));
   }
   // Connectivity probes (`HEAD /`) are answered here: they need no key and
   // must work while every key is cooling.

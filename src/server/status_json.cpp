@@ -69,8 +69,7 @@ const char* health_word(const std::vector<PoolReport>& pools) {
   if (every_pool_serves(pools)) {
     return "ok";
   }
-  bool some = std::any_of(pools.begin(), pools.end(), [](const PoolReport& p) { return p.counts.available > 0; });
-  return some ? "degraded" : "unavailable";
+  return some_pool_serves(pools) ? "degraded" : "unavailable";
 }
 
 } // namespace
@@ -98,6 +97,10 @@ pool::Counts total_counts(const std::vector<PoolReport>& pools) {
 bool every_pool_serves(const std::vector<PoolReport>& pools) {
   return !pools.empty() &&
          std::all_of(pools.begin(), pools.end(), [](const PoolReport& p) { return p.counts.available > 0; });
+}
+
+bool some_pool_serves(const std::vector<PoolReport>& pools) {
+  return std::any_of(pools.begin(), pools.end(), [](const PoolReport& p) { return p.counts.available > 0; });
 }
 
 std::string rfc3339_utc(util::TimePoint t) {

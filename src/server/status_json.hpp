@@ -26,6 +26,8 @@ pool::Counts total_counts(const std::vector<PoolReport>& pools);
 
 // True when every pool has a key available now (and there is a pool).
 bool every_pool_serves(const std::vector<PoolReport>& pools);
+// True when at least one pool has a key available now.
+bool some_pool_serves(const std::vector<PoolReport>& pools);
 
 // {"status":"ok","keys":{"total":3,"available":2,"cooling":1,"disabled":0},
 //  "pools":[{"name":"default","route":"/","status":"ok","keys":{..}}]}.

@@ -212,6 +212,8 @@ TEST(StatusJson, HealthIsDegradedWhenOnePoolHasNoKeyAvailable) {
       << json;
   EXPECT_FALSE(every_pool_serves(pools));
   EXPECT_TRUE(every_pool_serves({pools[0]}));
+  EXPECT_TRUE(some_pool_serves(pools));
+  EXPECT_FALSE(some_pool_serves({pools[1]}));
 }
 
 TEST(StatusJson, CoolingKeysCarryTheirEndAndReason) {
