@@ -38,6 +38,21 @@ struct KeyPool::Cell {
     health.reason = reason;
   }
 
+  // When a request for `model` (nullptr: any model) can next use this key
+  // because a cooldown ends: the key's own, or else the model's on it.
+  // nullopt when no cooldown stands in the way (or the key is disabled).
+  std::optional<util::TimePoint> cooling_end(util::TimePoint now, const std::string* model) {
+    expire(now);
+    if (health.state == KeyState::cooling) {
+      return health.until;
+    }
+    const ModelHealth* entry = model != nullptr ? models.find(*model) : nullptr;
+    if (health.state == KeyState::available && entry != nullptr && entry->cooling(now)) {
+      return entry->until;
+    }
+    return std::nullopt;
+  }
+
   // `today` as of `now`: a new local day starts from zero.
   UsageCounts& today(util::TimePoint now) {
     std::time_t seconds = std::chrono::system_clock::to_time_t(now);
@@ -388,14 +403,7 @@ std::optional<util::TimePoint> KeyPool::earliest_available(const std::string* mo
   for (std::size_t i = 0; i < m_keys.size(); ++i) {
     Cell& cell = *m_cells[i];
     std::lock_guard lock(cell.mutex);
-    cell.expire(now);
-    std::optional<util::TimePoint> end;
-    if (cell.health.state == KeyState::cooling) {
-      end = cell.health.until;
-    } else if (const ModelHealth* entry = model ? cell.models.find(*model) : nullptr;
-               cell.health.state == KeyState::available && entry && entry->cooling(now)) {
-      end = entry->until;
-    }
+    std::optional<util::TimePoint> end = cell.cooling_end(now, model);
     if (end && (!earliest || *end < *earliest)) {
       earliest = end;
     }

@@ -18,10 +18,8 @@ std::optional<Route> PoolState::route(std::string_view target) const {
       }
     }
   }
-  for (std::size_t i = 0; i < pools.size(); ++i) {
-    if (pools[i].config->is_default()) {
-      return Route{i, std::string(target)};
-    }
+  if (default_pool) {
+    return Route{*default_pool, std::string(target)};
   }
   return std::nullopt;
 }
@@ -40,6 +38,9 @@ PoolState PoolState::serving(std::shared_ptr<const config::Config> config,
           std::find(params.begin(), params.end(), auth.query_param) == params.end()) {
         params.push_back(auth.query_param);
       }
+    }
+    if (served.config->is_default()) {
+      state.default_pool = i;
     }
     all.push_back(pools[i].get());
     served.keys = std::move(pools[i]);

@@ -32,6 +32,7 @@ struct PoolState {
   std::vector<ServedPool> pools;                // like config->pools
   std::string problem;                          // why not, with the fix, for 503 answers
   std::shared_ptr<const Redactor> redactor;     // every key of every pool, for redaction
+  std::optional<std::size_t> default_pool;      // index of the pool at /, if the file has one
 
   // The pool for a request target: /NAME and /NAME/... go to pool NAME
   // (forwarded as / and /...), anything else to the default pool; nullopt
