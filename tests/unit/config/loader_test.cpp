@@ -1,5 +1,6 @@
 #include "config/loader.hpp"
 #include "support/temp_dir.hpp"
+#include "unit/config/load_text.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,19 +8,11 @@
 #include <fstream>
 
 using namespace keyshim::config;
+using keyshim::config::test_support::load;
+using keyshim::config::test_support::load_ok;
 using std::chrono::milliseconds;
 
 namespace {
-
-LoadResult load(const std::string& text) {
-  return load_pool_text(text, "keys.toml");
-}
-
-Config load_ok(const std::string& text) {
-  LoadResult result = load(text);
-  EXPECT_TRUE(result.ok()) << result.problems_text();
-  return result.ok() ? *result.config : Config{};
-}
 
 // The one problem `text` has, as "FILE:LINE:COL: message".
 std::string only_problem(const std::string& text) {
@@ -91,7 +84,8 @@ key = "sk-ant-1"
   EXPECT_EQ(config.server.allowed_origins, std::vector<std::string>{"http://localhost:3000"});
   EXPECT_EQ(config.server.max_request_body, 512u * 1024);
   EXPECT_EQ(config.server.drain_timeout, milliseconds(5000));
-  EXPECT_EQ(config.pools.at(0).upstream.base_url, (UpstreamUrl{"https", "api.anthropic.com", 443, "/prefix"}));
+  EXPECT_EQ(config.pools.at(0).upstream.base_url,
+            (UpstreamUrl{"https", "api.anthropic.com", 443, "/prefix"}));
   EXPECT_EQ(config.pools.at(0).upstream.auth, (Auth{AuthStyle::x_api_key, ""}));
   EXPECT_EQ(config.pools.at(0).upstream.strategy, Strategy::least_recently_used);
   EXPECT_EQ(config.pools.at(0).upstream.max_attempts, 7);
@@ -190,8 +184,12 @@ TEST(LoadPool, SizesAcceptBytesAndBinaryUnits) {
 }
 
 TEST(LoadPool, MaxAttemptsIsBounded) {
-  EXPECT_EQ(load_ok(std::string("[upstream]\nmax_attempts = 1\n") + k_one_key).pools.at(0).upstream.max_attempts, 1);
-  EXPECT_EQ(load_ok(std::string("[upstream]\nmax_attempts = 20\n") + k_one_key).pools.at(0).upstream.max_attempts, 20);
+  EXPECT_EQ(
+      load_ok(std::string("[upstream]\nmax_attempts = 1\n") + k_one_key).pools.at(0).upstream.max_attempts,
+      1);
+  EXPECT_EQ(
+      load_ok(std::string("[upstream]\nmax_attempts = 20\n") + k_one_key).pools.at(0).upstream.max_attempts,
+      20);
   EXPECT_EQ(only_problem(std::string("[upstream]\nmax_attempts = 0\n") + k_one_key),
             "keys.toml:2:16: upstream: \"max_attempts\" must be at least 1");
   EXPECT_EQ(only_problem(std::string("[upstream]\nmax_attempts = 21\n") + k_one_key),
@@ -205,7 +203,8 @@ TEST(LoadPool, ClientTokenMustBeNonEmpty) {
 
 TEST(LoadPool, LabelsDefaultToFingerprintsAndMustBeUnique) {
   Config config = load_ok("[[keys]]\nkey='sk-1'\n[[keys]]\nkey='sk-2'\n");
-  EXPECT_EQ(config.pools.at(0).keys[0].label, "sk-1~" + config.pools.at(0).keys[0].secret.fingerprint().substr(5));
+  EXPECT_EQ(config.pools.at(0).keys[0].label,
+            "sk-1~" + config.pools.at(0).keys[0].secret.fingerprint().substr(5));
   EXPECT_NE(config.pools.at(0).keys[0].label, config.pools.at(0).keys[1].label);
 }
 

@@ -1,23 +1,16 @@
 // Pool files with [pools.NAME] tables: what they mean, and every way to get
 // them wrong.
 #include "config/loader.hpp"
+#include "unit/config/load_text.hpp"
 
 #include <gtest/gtest.h>
 
 using namespace keyshim::config;
+using keyshim::config::test_support::load;
+using keyshim::config::test_support::load_ok;
 using std::chrono::milliseconds;
 
 namespace {
-
-LoadResult load(const std::string& text) {
-  return load_pool_text(text, "keys.toml");
-}
-
-Config load_ok(const std::string& text) {
-  LoadResult result = load(text);
-  EXPECT_TRUE(result.ok()) << result.problems_text();
-  return result.ok() ? *result.config : Config{};
-}
 
 std::string problems(const std::string& text) {
   LoadResult result = load(text);
@@ -116,8 +109,10 @@ TEST(LoadPools, APoolWithoutKeysIsAProblemWithItsPosition) {
 }
 
 TEST(LoadPools, UpstreamSettingsWithoutDefaultKeysBesideNamedPoolsAreAProblem) {
-  std::string text = "[upstream]\nmax_attempts = 2\n\n[pools.openai]\n[[pools.openai.keys]]\nkey = \"sk-x\"\n";
-  EXPECT_NE(problems(text).find("[upstream] sets up the default pool, which has no [[keys]]"), std::string::npos);
+  std::string text =
+      "[upstream]\nmax_attempts = 2\n\n[pools.openai]\n[[pools.openai.keys]]\nkey = \"sk-x\"\n";
+  EXPECT_NE(problems(text).find("[upstream] sets up the default pool, which has no [[keys]]"),
+            std::string::npos);
 }
 
 TEST(LoadPools, NamesMustBeAPathSegmentAndNotReserved) {
@@ -129,8 +124,10 @@ TEST(LoadPools, NamesMustBeAPathSegmentAndNotReserved) {
     EXPECT_NE(problems(text).find("a pool name is the first part of its URL path"), std::string::npos) << bad;
   }
   for (const char* reserved : {"default", "health", "status", "metrics"}) {
-    std::string text = std::string("[pools.") + reserved + "]\n[[pools." + reserved + ".keys]]\nkey = \"sk-r\"\n";
-    EXPECT_NE(problems(text).find(std::string("\"") + reserved + "\" is reserved"), std::string::npos) << reserved;
+    std::string text =
+        std::string("[pools.") + reserved + "]\n[[pools." + reserved + ".keys]]\nkey = \"sk-r\"\n";
+    EXPECT_NE(problems(text).find(std::string("\"") + reserved + "\" is reserved"), std::string::npos)
+        << reserved;
   }
   EXPECT_EQ(load_ok("[pools.\"my-proxy_2.v1\"]\n[[pools.\"my-proxy_2.v1\".keys]]\nkey = \"sk-n\"\n")
                 .pools.at(0)
@@ -155,14 +152,16 @@ TEST(LoadPools, UnknownSettingsInAPoolAreReportedWithThePoolsName) {
   EXPECT_NE(problems(text).find("pools.openai: unknown setting \"base_ur\"; did you mean \"base_url\"?"),
             std::string::npos);
   std::string key = "[pools.openai]\n[[pools.openai.keys]]\nkey = \"sk-x\"\nmax_wait = \"1s\"\n";
-  EXPECT_NE(problems(key).find("pools.openai.keys[1]: unknown setting \"max_wait\"; it belongs in [upstream]"),
-            std::string::npos);
+  EXPECT_NE(
+      problems(key).find("pools.openai.keys[1]: unknown setting \"max_wait\"; it belongs in [upstream]"),
+      std::string::npos);
 }
 
 TEST(LoadPools, TheSameKeyMayServeTwoPoolsButNotTwiceInOne) {
   std::string text = "[[keys]]\nkey = \"sk-shared\"\n[pools.b]\n[[pools.b.keys]]\nkey = \"sk-shared\"\n";
   EXPECT_EQ(load_ok(text).key_count(), 2u);
-  std::string twice = "[pools.b]\n[[pools.b.keys]]\nkey = \"sk-shared\"\n[[pools.b.keys]]\nkey = \"sk-shared\"\n";
+  std::string twice =
+      "[pools.b]\n[[pools.b.keys]]\nkey = \"sk-shared\"\n[[pools.b.keys]]\nkey = \"sk-shared\"\n";
   EXPECT_NE(problems(twice).find("pools.b.keys[2]: same key as pools.b.keys[1]"), std::string::npos);
 }
 
