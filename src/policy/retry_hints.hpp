@@ -27,7 +27,8 @@ util::TimePoint next_daily_reset(util::TimePoint now);
 
 // RFC 9110 HTTP-date (IMF-fixdate, and the obsolete RFC 850 / asctime forms).
 // Dates beyond util::TimePoint's range (after 2262) clamp to its end, never wrap.
-std::optional<util::TimePoint> parse_http_date(std::string_view text);
+// `now` places RFC 850's two-digit year (at most 50 years after now's year).
+std::optional<util::TimePoint> parse_http_date(std::string_view text, util::TimePoint now);
 // RFC 3339 timestamp, e.g. "2026-11-29T21:40:01Z" or with offset/fraction.
 // Clamps like parse_http_date.
 std::optional<util::TimePoint> parse_rfc3339(std::string_view text);
