@@ -1,5 +1,6 @@
-// SPEC.md "The commit point and failover", row by row. Each branch below is
-// one row of that table; keep them in the same order when editing either.
+// docs/behaviour.md §5 "The failure table", row by row. Each branch below is
+// one row of that table (billing is tested before 429 and 403, since it
+// outranks them); change the table when changing a branch.
 #include "policy/failure_policy.hpp"
 
 #include "policy/error_body.hpp"

@@ -79,7 +79,7 @@ struct Limits {
   milliseconds max_cooldown{std::chrono::hours(24)};
 };
 
-// The SPEC.md failure table, row by row.
+// The failure table of docs/behaviour.md §5, row by row.
 Verdict classify(const Outcome& outcome, const KeyHistory& history, util::TimePoint now,
                  const Limits& limits);
 

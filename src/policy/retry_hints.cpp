@@ -72,7 +72,7 @@ std::optional<RetryHint> retry_after(const std::vector<Header>& headers, util::T
   if (auto seconds = parse_number(*value)) {
     return RetryHint{from_seconds(*seconds), "Retry-After"};
   }
-  if (auto date = parse_http_date(*value)) {
+  if (auto date = parse_http_date(*value, now)) {
     return RetryHint{until(*date, now), "Retry-After"};
   }
   return std::nullopt;

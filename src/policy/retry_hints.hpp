@@ -12,12 +12,13 @@ struct RetryHint {
   std::string source; // "Retry-After", "x-ratelimit-reset-requests", "retryDelay", "body", "daily quota"
 };
 
-// In SPEC order: Retry-After (seconds or HTTP date), retry-after-ms, provider
-// reset headers (x-ratelimit-reset-*, anthropic-ratelimit-*-reset), then a
-// hint in the body ("retry in 12.5s", Gemini RetryInfo retryDelay), then a
-// per-day quota (cools until its reset). One exception: a Gemini QuotaFailure
-// naming a PerDay quota outranks the body hints, whose short delay would only
-// buy another 429. `wait` is never negative. nullopt when there is none.
+// In the order of docs/behaviour.md §6: Retry-After (seconds or HTTP date),
+// retry-after-ms, provider reset headers (x-ratelimit-reset-*,
+// anthropic-ratelimit-*-reset), then a hint in the body ("retry in 12.5s",
+// Gemini RetryInfo retryDelay), then a per-day quota (cools until its reset).
+// One exception: a Gemini QuotaFailure naming a PerDay quota outranks the body
+// hints, whose short delay would only buy another 429. `wait` is never
+// negative. nullopt when there is none.
 std::optional<RetryHint> find_retry_hint(const std::vector<Header>& headers, std::string_view body,
                                          util::TimePoint now);
 
@@ -26,8 +27,9 @@ std::optional<RetryHint> find_retry_hint(const std::vector<Header>& headers, std
 util::TimePoint next_daily_reset(util::TimePoint now);
 
 // RFC 9110 HTTP-date (IMF-fixdate, and the obsolete RFC 850 / asctime forms).
+// `now` places RFC 850's two-digit year (at most 50 years after now's year).
 // Dates beyond util::TimePoint's range (after 2262) clamp to its end, never wrap.
-std::optional<util::TimePoint> parse_http_date(std::string_view text);
+std::optional<util::TimePoint> parse_http_date(std::string_view text, util::TimePoint now);
 // RFC 3339 timestamp, e.g. "2026-11-29T21:40:01Z" or with offset/fraction.
 // Clamps like parse_http_date.
 std::optional<util::TimePoint> parse_rfc3339(std::string_view text);

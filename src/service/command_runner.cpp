@@ -1,85 +1,44 @@
 #include "service/command_runner.hpp"
 
-#include <fmt/format.h>
+#include "util/subprocess.hpp"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <fmt/format.h>
 
 #include <cerrno>
 #include <cstring>
 
-extern char** environ;
-
 namespace keyshim::service {
 namespace {
 
-std::string spawn_error_text(int error) {
-  return error == ENOENT ? std::string("not found") : std::string(std::strerror(error));
-}
+// Captured output is what a person may read; more than this is a broken tool.
+constexpr std::size_t k_max_output = 16 * 1024 * 1024;
 
-// Spawn `argv` and wait for it. When `capture_fd` is not -1 it becomes the
-// child's stdout and stderr (and /dev/null its stdin), and everything the
-// child writes is read from `read_fd` into `output`. Both pipe ends are
-// close-on-exec, so the child keeps only its dup2'ed copies.
-CommandResult spawn_and_wait(const std::vector<std::string>& argv, int capture_fd, int read_fd,
-                             std::string* output) {
+// In keyshim's process group, not its own: the command belongs to the
+// terminal's foreground job like keyshim itself, so Ctrl-C stops both and a
+// prompt can read the terminal. No deadline: systemctl may wait for a unit.
+CommandResult run(const std::vector<std::string>& argv, bool capture) {
   CommandResult result;
   if (argv.empty()) {
     result.error = "empty command";
     return result;
   }
-  std::vector<char*> args;
-  args.reserve(argv.size() + 1);
-  for (const std::string& arg : argv) {
-    args.push_back(const_cast<char*>(arg.c_str()));
-  }
-  args.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  if (capture_fd != -1) {
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, capture_fd, STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, capture_fd, STDERR_FILENO);
-  }
-  pid_t pid = 0;
-  int error = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (capture_fd != -1) {
-    ::close(capture_fd);
-  }
-  if (error != 0) {
-    result.error = spawn_error_text(error);
+  util::SubprocessOptions options;
+  options.capture = capture;
+  options.capture_stderr = true;
+  options.max_output = k_max_output;
+  util::SubprocessResult run = util::run_subprocess(argv, options);
+  if (!run.started()) {
+    result.error =
+        run.start_error == ENOENT ? std::string("not found") : std::string(std::strerror(run.start_error));
     return result;
   }
   result.started = true;
-
-  if (output != nullptr) {
-    char buffer[4096];
-    for (;;) {
-      ssize_t n = ::read(read_fd, buffer, sizeof buffer);
-      if (n > 0) {
-        output->append(buffer, static_cast<std::size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        break;
-      }
-    }
+  result.exit_code = run.exit_code.value_or(-1);
+  result.signal = run.signal;
+  if (run.over_cap) {
+    result.error = fmt::format("printed more than {} bytes", options.max_output);
   }
-
-  int status = 0;
-  while (::waitpid(pid, &status, 0) == -1) {
-    if (errno != EINTR) {
-      result.error = std::strerror(errno);
-      return result;
-    }
-  }
-  if (WIFEXITED(status)) {
-    result.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    result.signal = WTERMSIG(status);
-  }
+  result.output = std::move(run.output);
   return result;
 }
 
@@ -104,6 +63,9 @@ std::string CommandResult::describe() const {
   if (!started) {
     return error.empty() ? std::string("did not start") : error;
   }
+  if (!error.empty()) {
+    return error; // stopped by keyshim
+  }
   if (signal != 0) {
     return fmt::format("killed by signal {}", signal);
   }
@@ -111,25 +73,11 @@ std::string CommandResult::describe() const {
 }
 
 CommandResult run_command(const std::vector<std::string>& argv) {
-  return spawn_and_wait(argv, -1, -1, nullptr);
+  return run(argv, false);
 }
 
 CommandResult run_command_captured(const std::vector<std::string>& argv) {
-  int fds[2];
-  // pipe() + FD_CLOEXEC rather than pipe2(): macOS has no pipe2. No other
-  // thread spawns processes while a service command runs.
-  if (::pipe(fds) != 0) {
-    CommandResult result;
-    result.error = std::strerror(errno);
-    return result;
-  }
-  ::fcntl(fds[0], F_SETFD, FD_CLOEXEC);
-  ::fcntl(fds[1], F_SETFD, FD_CLOEXEC);
-  std::string output;
-  CommandResult result = spawn_and_wait(argv, fds[1], fds[0], &output);
-  ::close(fds[0]);
-  result.output = std::move(output);
-  return result;
+  return run(argv, true);
 }
 
 std::string shell_command_text(const std::vector<std::string>& argv) {

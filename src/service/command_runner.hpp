@@ -11,7 +11,7 @@ struct CommandResult {
   bool started = false; // false: the program could not be run at all
   int exit_code = -1;   // valid when the program exited normally
   int signal = 0;       // non-zero when it was killed by a signal
-  std::string error;    // why it did not start ("not found", ...)
+  std::string error;    // why it did not start ("not found", ...) or was stopped
   std::string output;   // stdout and stderr, only when captured
 
   bool ok() const { return started && signal == 0 && exit_code == 0; }

@@ -51,10 +51,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string_view body = text;
 
   for (const policy::Header& header : headers) {
-    (void)policy::parse_http_date(header.value);
+    (void)policy::parse_http_date(header.value, k_now);
     (void)policy::parse_rfc3339(header.value);
   }
-  (void)policy::parse_http_date(body); // a date-only seed exercises the parser alone
+  (void)policy::parse_http_date(body, k_now); // a date-only seed exercises the parser alone
   (void)policy::parse_rfc3339(body);
   if (std::optional<policy::RetryHint> hint = policy::find_retry_hint(headers, body, k_now)) {
     KEYSHIM_FUZZ_CHECK(hint->wait >= milliseconds(0));

@@ -1,4 +1,4 @@
-// The failure table of SPEC.md, row by row, through the real server: what the
+// The failure table of docs/behaviour.md §5, row by row, through the real server: what the
 // client gets, which keys the upstream saw, and what happened to each key.
 #include "support/http_fake_upstream.hpp"
 #include "support/http_shim.hpp"

@@ -1,4 +1,4 @@
-// Upstream TLS through the real server (SPEC.md, security): keyshim verifies
+// Upstream TLS through the real server (docs/behaviour.md §9): keyshim verifies
 // the upstream's chain against the system CAs plus `ca_file`, and its
 // hostname; a failed check is a "tls error" for the key and the upstream
 // never sees the request, let alone the key.

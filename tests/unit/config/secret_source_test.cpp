@@ -1,51 +1,18 @@
 #include "config/secret_source.hpp"
+#include "support/process_probe.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
-#include <signal.h>
-
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <string>
-#include <thread>
 
 using namespace keyshim::config;
 using std::chrono::milliseconds;
 
-namespace {
-
-// Alive and not a zombie: a killed orphan stays a zombie until its new
-// parent reaps it, and a container's init may never do that.
-bool is_running(pid_t pid) {
-  if (::kill(pid, 0) != 0 && errno == ESRCH) {
-    return false;
-  }
-  std::string stat = keyshim::test::read_file("/proc/" + std::to_string(pid) + "/stat");
-  std::size_t state = stat.rfind(')');
-  return state != std::string::npos && state + 2 < stat.size() && stat[state + 2] != 'Z' &&
-         stat[state + 2] != 'X';
-}
-
-// SIGKILL is delivered asynchronously: look a bounded number of times.
-bool ends_soon(pid_t pid) {
-  for (int attempt = 0; attempt < 500; ++attempt) {
-    if (!is_running(pid)) {
-      return true;
-    }
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return false;
-}
-
-// The pid a key_cmd's background job wrote to `path`, or 0.
-pid_t pid_in(const std::string& path) {
-  std::string text = keyshim::test::read_file(path);
-  return text.empty() ? 0 : static_cast<pid_t>(std::stol(text));
-}
-
-} // namespace
+using keyshim::test::ends_soon;
+using keyshim::test::pid_in;
 
 TEST(KeyEnv, ReadsTheVariable) {
   ::setenv("KEYSHIM_TEST_ENV_KEY", "sk-from-env-1", 1);

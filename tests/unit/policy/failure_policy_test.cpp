@@ -1,4 +1,4 @@
-// The SPEC.md failure table, one row at a time.
+// The failure table of docs/behaviour.md §5, one row at a time.
 #include "policy/failure_policy.hpp"
 
 #include "policy_test_support.hpp"

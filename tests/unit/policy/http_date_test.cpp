@@ -12,23 +12,26 @@ util::TimePoint at(int y, unsigned mon, unsigned d, int h, int min, int s) {
   return util::TimePoint(sys_days{year{y} / month{mon} / day{d}}) + hours(h) + minutes(min) + seconds(s);
 }
 
+// "Now" for the two-digit years of the RFC 850 form.
+const util::TimePoint k_now = at(2026, 12, 2, 12, 0, 0);
+
 TEST(HttpDate, ParsesImfFixdate) {
-  EXPECT_EQ(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"), at(1994, 11, 6, 8, 49, 37));
-  EXPECT_EQ(parse_http_date("Tue, 01 Dec 2026 00:00:00 GMT"), at(2026, 12, 1, 0, 0, 0));
+  EXPECT_EQ(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT", k_now), at(1994, 11, 6, 8, 49, 37));
+  EXPECT_EQ(parse_http_date("Tue, 01 Dec 2026 00:00:00 GMT", k_now), at(2026, 12, 1, 0, 0, 0));
 }
 
 TEST(HttpDate, ParsesObsoleteRfc850Form) {
-  EXPECT_EQ(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT"), at(1994, 11, 6, 8, 49, 37));
-  EXPECT_EQ(parse_http_date("Sunday, 29-Nov-26 12:00:00 GMT"), at(2026, 11, 29, 12, 0, 0));
+  EXPECT_EQ(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT", k_now), at(1994, 11, 6, 8, 49, 37));
+  EXPECT_EQ(parse_http_date("Sunday, 29-Nov-26 12:00:00 GMT", k_now), at(2026, 11, 29, 12, 0, 0));
 }
 
 TEST(HttpDate, ParsesObsoleteAsctimeForm) {
-  EXPECT_EQ(parse_http_date("Sun Nov  6 08:49:37 1994"), at(1994, 11, 6, 8, 49, 37));
-  EXPECT_EQ(parse_http_date("Sun Nov 29 12:00:00 2026"), at(2026, 11, 29, 12, 0, 0));
+  EXPECT_EQ(parse_http_date("Sun Nov  6 08:49:37 1994", k_now), at(1994, 11, 6, 8, 49, 37));
+  EXPECT_EQ(parse_http_date("Sun Nov 29 12:00:00 2026", k_now), at(2026, 11, 29, 12, 0, 0));
 }
 
 TEST(HttpDate, IsCaseInsensitiveAndToleratesSurroundingSpace) {
-  EXPECT_EQ(parse_http_date("  sun, 06 nov 1994 08:49:37 gmt "), at(1994, 11, 6, 8, 49, 37));
+  EXPECT_EQ(parse_http_date("  sun, 06 nov 1994 08:49:37 gmt ", k_now), at(1994, 11, 6, 8, 49, 37));
 }
 
 TEST(HttpDate, RejectsMalformedDates) {
@@ -37,20 +40,51 @@ TEST(HttpDate, RejectsMalformedDates) {
         "Sun, 31 Feb 2026 08:49:37 GMT", "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 06 Nov 1994 24:00:00 GMT",
         "Sun, 06 Nov 1994 08:49:37 GMT trailing", "Funday, 06-Nov-94 08:49:37 GMT",
         "Sun, 6 Nov 1994 08:49:37 GMT", "Sun Nov 6 08:49 1994", "2026-11-29T12:00:00Z"}) {
-    EXPECT_FALSE(parse_http_date(text)) << text;
+    EXPECT_FALSE(parse_http_date(text, k_now)) << text;
   }
+}
+
+// strptime alone would take all of these: it skips spaces, reads one digit
+// for two, takes full names for abbreviated ones and seconds up to 61.
+TEST(HttpDate, RejectsWhatStrptimeAloneWouldAccept) {
+  for (const char* text :
+       {"Sunday, 06 Nov 1994 08:49:37 GMT", "Sun, 06 November 1994 08:49:37 GMT",
+        "Sun,  06 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 8:49:37 GMT", "Sun, 06 Nov 1994 08:49:61 GMT",
+        "Sun, 00 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 GMTx", "Sun, 06-Nov-94 08:49:37 GMT",
+        "Sunday, 06-Nov-94 08:49:37", "Sunday, 06-Nov-1994 08:49:37 GMT", "Sun Nov  6 08:49:37 1994 GMT",
+        "Sunday Nov  6 08:49:37 1994", "Sun Nov 006 08:49:37 1994", "Sun, 06 Nov 1994\t08:49:37 GMT"}) {
+    EXPECT_FALSE(parse_http_date(text, k_now)) << text;
+  }
+}
+
+TEST(HttpDate, ReadsLeapSecondAsTheNextMinute) {
+  EXPECT_EQ(parse_http_date("Sun, 06 Nov 1994 23:59:60 GMT", k_now), at(1994, 11, 7, 0, 0, 0));
+}
+
+TEST(HttpDate, TakesAsctimeDayWithOneSpace) {
+  EXPECT_EQ(parse_http_date("Sun Nov 6 08:49:37 1994", k_now), at(1994, 11, 6, 8, 49, 37));
+}
+
+// RFC 9110 §5.6.7: a two-digit year more than 50 years ahead is in the past.
+TEST(HttpDate, Rfc850YearIsAtMostFiftyYearsAfterNow) {
+  EXPECT_EQ(parse_http_date("Monday, 01-Jan-76 00:00:00 GMT", k_now), at(2076, 1, 1, 0, 0, 0));
+  EXPECT_EQ(parse_http_date("Monday, 01-Jan-77 00:00:00 GMT", k_now), at(1977, 1, 1, 0, 0, 0));
+  EXPECT_EQ(parse_http_date("Monday, 01-Jan-00 00:00:00 GMT", k_now), at(2000, 1, 1, 0, 0, 0));
+  util::TimePoint later = at(2080, 6, 1, 0, 0, 0);
+  EXPECT_EQ(parse_http_date("Monday, 01-Jan-10 00:00:00 GMT", later), at(2110, 1, 1, 0, 0, 0));
+  EXPECT_EQ(parse_http_date("Monday, 01-Jan-31 00:00:00 GMT", later), at(2031, 1, 1, 0, 0, 0));
 }
 
 // util::TimePoint counts nanoseconds and ends in April 2262.
 TEST(HttpDate, DatesPastTheClockRangeClampToItsEndInsteadOfWrapping) {
   for (const char* text : {"Fri, 01 Jan 2500 00:00:00 GMT", "Wed, 01 Jan 3000 00:00:00 GMT",
                            "Fri, 31 Dec 9999 23:59:59 GMT", "Fri Dec 31 23:59:59 9999"}) {
-    EXPECT_EQ(parse_http_date(text), util::TimePoint::max()) << text;
+    EXPECT_EQ(parse_http_date(text, k_now), util::TimePoint::max()) << text;
   }
 }
 
 TEST(HttpDate, DatesBeforeTheClockRangeClampToItsStart) {
-  EXPECT_EQ(parse_http_date("Mon, 01 Jan 0001 00:00:00 GMT"), util::TimePoint::min());
+  EXPECT_EQ(parse_http_date("Mon, 01 Jan 0001 00:00:00 GMT", k_now), util::TimePoint::min());
 }
 
 TEST(Rfc3339, TimestampsPastTheClockRangeClampToItsEnd) {
