@@ -65,9 +65,10 @@ void listen(server::ShimServer& shim, const server::InheritedSockets& inherited,
                    inherited.manager, options.config_path);
   }
   if (configured != shim.listen_address()) {
-    util::log_warn("the pool file says listen = \"{}\", but {} passed a socket on {}; keyshim serves that "
-                   "one (run `keyshim service install` again to move it)",
-                   configured.text(), inherited.manager, shim.listen_address().text());
+    util::log_warn("{} says listen = \"{}\", but {} passed a socket on {}; keyshim serves that one (run "
+                   "`keyshim service install` again to move it)",
+                   options.listen ? "--listen" : "the pool file", configured.text(), inherited.manager,
+                   shim.listen_address().text());
   }
 }
 

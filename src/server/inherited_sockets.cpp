@@ -97,6 +97,7 @@ InheritedSockets take_from_systemd() {
         fmt::format("cannot take the sockets passed by systemd (LISTEN_FDS): {}", std::strerror(-count)));
   }
   std::vector<int> fds;
+  fds.reserve(static_cast<std::size_t>(count));
   for (int i = 0; i < count; ++i) {
     fds.push_back(SD_LISTEN_FDS_START + i);
   }
