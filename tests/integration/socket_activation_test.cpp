@@ -132,6 +132,27 @@ TEST_F(SocketActivation, ServesThePassedSocketAndLeavesThePoolFilesAddressUnboun
   EXPECT_EQ(result.all_output().find("sk-activated-0001"), std::string::npos);
 }
 
+// The point of the socket unit: between one keyshim and the next, the
+// socket stays open (here in the test, as in systemd), so a client that
+// connects meanwhile waits in its queue and the next keyshim answers it.
+TEST_F(SocketActivation, ARestartRefusesNoConnection) {
+  int fd = keep(tcp_socket("127.0.0.1", true));
+  int port = port_of(fd);
+  std::string pool = write_pool();
+  ChildProcess first = start_activated(fd, pool);
+  ASSERT_TRUE(first.wait_for_stderr("socket from systemd", std::chrono::seconds(30))) << first.err();
+  first.send_signal(SIGTERM);
+  ASSERT_EQ(first.wait().exit_code, 0);
+
+  RawConnection conn(port);
+  ASSERT_TRUE(conn.send(make_request("GET", "/health")));
+  ChildProcess second = start_activated(fd, pool);
+  ASSERT_TRUE(conn.read_response(30s)) << second.err();
+  EXPECT_EQ(parse_response(conn.received()).status, 200) << conn.received();
+  second.send_signal(SIGTERM);
+  EXPECT_EQ(second.wait().exit_code, 0);
+}
+
 TEST_F(SocketActivation, NamesTheAddressItServesWhenThePoolFileSaysAnother) {
   int fd = keep(tcp_socket("127.0.0.1", true));
   ChildProcess serve = start_activated(fd, write_pool());
