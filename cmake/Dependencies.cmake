@@ -24,3 +24,8 @@ pkg_check_modules(BROTLIDEC REQUIRED IMPORTED_TARGET libbrotlidec)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 # Tests compress their own brotli samples.
 pkg_check_modules(BROTLIENC REQUIRED IMPORTED_TARGET libbrotlienc)
+# Socket activation (sd_listen_fds) and readiness (sd_notify) under systemd;
+# macOS has launchd's own calls instead.
+if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
+endif()

@@ -1,6 +1,6 @@
 # ctest script (tests/CMakeLists.txt, test "packaging"): install the built
 # tree into a scratch prefix and build the packages, then check each holds
-# the binary, the systemd user unit and the example pool file where a
+# the binary, the systemd user units (service and socket) and the example pool file where a
 # distribution package would put them.
 #
 #   cmake -DBUILD_DIR=... -DWORK_DIR=... -DCPACK_COMMAND=... -P check_packages.cmake
@@ -36,7 +36,8 @@ file(MAKE_DIRECTORY ${WORK_DIR})
 # cmake --install: the unit names the binary installed beside it.
 set(prefix ${WORK_DIR}/prefix)
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
-foreach(file bin/keyshim lib/systemd/user/keyshim.service share/doc/keyshim/keys.example.toml
+foreach(file bin/keyshim lib/systemd/user/keyshim.service lib/systemd/user/keyshim.socket
+             share/doc/keyshim/keys.example.toml
              share/doc/keyshim/dev.keyshim.plist)
   if(NOT EXISTS ${prefix}/${file})
     message(FATAL_ERROR "cmake --install did not install ${file}")
@@ -54,7 +55,7 @@ run(${CPACK_COMMAND} -G TGZ --config ${BUILD_DIR}/CPackConfig.cmake -B ${package
 file(GLOB tarball ${packages}/*.tar.gz)
 run(${CMAKE_COMMAND} -E tar tf ${tarball})
 execute_process(COMMAND ${CMAKE_COMMAND} -E tar tf ${tarball} OUTPUT_VARIABLE listing)
-expect_listed("${listing}" "/bin/keyshim;/lib/systemd/user/keyshim.service;/share/doc/keyshim/keys.example.toml;/share/doc/keyshim/dev.keyshim.plist"
+expect_listed("${listing}" "/bin/keyshim;/lib/systemd/user/keyshim.service;/lib/systemd/user/keyshim.socket;/share/doc/keyshim/keys.example.toml;/share/doc/keyshim/dev.keyshim.plist"
               ${tarball})
 message(STATUS "${tarball}: ok")
 
@@ -68,7 +69,7 @@ endif()
 run(${CPACK_COMMAND} -G DEB --config ${BUILD_DIR}/CPackConfig.cmake -B ${packages})
 file(GLOB deb ${packages}/*.deb)
 execute_process(COMMAND ${DPKG_DEB} -c ${deb} OUTPUT_VARIABLE listing)
-expect_listed("${listing}" "./usr/bin/keyshim;./usr/lib/systemd/user/keyshim.service;./usr/share/doc/keyshim/keys.example.toml"
+expect_listed("${listing}" "./usr/bin/keyshim;./usr/lib/systemd/user/keyshim.service;./usr/lib/systemd/user/keyshim.socket;./usr/share/doc/keyshim/keys.example.toml"
               ${deb})
 execute_process(COMMAND ${DPKG_DEB} -f ${deb} Depends Section Maintainer OUTPUT_VARIABLE control)
 expect_listed("${control}" "libc6;libfmt9;Section: utils" "${deb} control")

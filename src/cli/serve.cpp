@@ -1,6 +1,7 @@
 #include "cli/commands.hpp"
 
 #include "config/config.hpp"
+#include "server/inherited_sockets.hpp"
 #include "server/shim_server.hpp"
 #include "server/signal_watcher.hpp"
 #include "util/log.hpp"
@@ -46,6 +47,31 @@ void raise_descriptor_limit() {
   }
 }
 
+void listen(server::ShimServer& shim, const server::InheritedSockets& inherited,
+            const server::ServeOptions& options) {
+  if (inherited.sockets.empty()) {
+    std::string error;
+    if (!shim.bind(error)) {
+      throw std::runtime_error(error);
+    }
+    util::log_info("keyshim listening on http://{} (pool file {})", shim.listen_address().text(),
+                   options.config_path);
+    return;
+  }
+  config::ListenAddress configured = shim.listen_address();
+  shim.adopt(inherited);
+  for (const server::InheritedSocket& socket : inherited.sockets) {
+    util::log_info("keyshim listening on http://{} (socket from {}; pool file {})", socket.address.text(),
+                   inherited.manager, options.config_path);
+  }
+  if (configured != shim.listen_address()) {
+    util::log_warn("{} says listen = \"{}\", but {} passed a socket on {}; keyshim serves that one (run "
+                   "`keyshim service install` again to move it)",
+                   options.listen ? "--listen" : "the pool file", configured.text(), inherited.manager,
+                   shim.listen_address().text());
+  }
+}
+
 int run_serve(const ServeFlags& flags) {
   // 1. Signals are handled on one thread by sigwait; every thread started
   //    from here on inherits the blocked mask.
@@ -59,7 +85,11 @@ int run_serve(const ServeFlags& flags) {
     util::log_warn("keys in memory are less protected: {}", problem);
   }
 
-  // 3. Options: the pool file, and an explicit --listen that overrides it.
+  // 3. Sockets a service manager passed (socket activation) are taken now,
+  //    before a key_cmd helper could be started and see them.
+  server::InheritedSockets inherited = server::take_inherited_sockets();
+
+  // 4. Options: the pool file, and an explicit --listen that overrides it.
   server::ServeOptions options;
   options.config_path = resolve_config_path(flags.config);
   if (!flags.listen.empty()) {
@@ -71,20 +101,17 @@ int run_serve(const ServeFlags& flags) {
     options.listen = *listen;
   }
 
-  // 4. Load the pool. A file keyshim cannot use does not stop it: it serves
+  // 5. Load the pool. A file keyshim cannot use does not stop it: it serves
   //    503s that say what is wrong, so the tool pointed at it explains itself.
   server::ShimServer shim(options);
   shim.load();
 
-  // 5. Bind loopback only, refusing anything else.
-  std::string error;
-  if (!shim.bind(error)) {
-    throw std::runtime_error(error);
-  }
-  util::log_info("keyshim listening on http://{} (pool file {})", shim.listen_address().text(),
-                 options.config_path);
+  // 6. Listen: on the sockets from the service manager when there are some
+  //    (the file's listen is then the manager's business), else bind the
+  //    file's address; loopback only either way.
+  listen(shim, inherited, options);
 
-  // 6. Serve until SIGINT/SIGTERM has drained the in-flight responses.
+  // 7. Serve until SIGINT/SIGTERM has drained the in-flight responses.
   server::SignalWatcher signals(shim);
   shim.serve();
   util::log_info("stopped");

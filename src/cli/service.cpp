@@ -1,6 +1,8 @@
 // keyshim service install|uninstall|status: a systemd user unit (Linux) or a
-// launchd agent (macOS) that runs `keyshim serve -c FILE`. The steps come
-// from service::plan_*; --dry-run prints them, a real run executes them.
+// launchd agent (macOS) that runs `keyshim serve -c FILE`, by default behind
+// a socket the service manager owns (keyshim.socket, the agent's Sockets
+// entry; --no-socket for the plain service). The steps come from
+// service::plan_*; --dry-run prints them, a real run executes them.
 #include "cli/commands.hpp"
 #include "config/loader.hpp"
 #include "service/host.hpp"
@@ -20,6 +22,7 @@ namespace {
 struct ServiceOptions {
   std::string config;
   bool dry_run = false;
+  bool no_socket = false;
 };
 
 // The service runs without the caller's environment, so whatever
@@ -110,6 +113,26 @@ int execute(const service::Plan& plan, service::Platform platform) {
   return 0;
 }
 
+// What now runs where, and where to look.
+void print_installed(const service::Plan& plan, const service::ServiceTarget& target) {
+  bool launchd = target.platform == service::Platform::launchd;
+  if (target.socket) {
+    fmt::print("keyshim: installed {}{}; {} listens on {} and starts keyshim at the first connection\n",
+               launchd ? "" : plan.socket_path + " and ", plan.unit_path, launchd ? "launchd" : "systemd",
+               target.listen.text());
+  } else {
+    fmt::print("keyshim: installed and started {}\n", plan.unit_path);
+  }
+  if (launchd) {
+    fmt::print("  logs:   {}/Library/Logs/keyshim/keyshim.log\n", target.home);
+    return;
+  }
+  fmt::print("  logs:   journalctl --user -u keyshim -f\n"
+             "  state:  keyshim service status\n"
+             "  reload: systemctl --user reload keyshim (after editing the pool file)\n"
+             "  to keep it running while you are logged out: loginctl enable-linger\n");
+}
+
 int run_install(const ServiceOptions& options) {
   std::string config_path = absolute_config_path(options.config);
   service::ServiceTarget target = gather_target(true, config_path);
@@ -131,6 +154,8 @@ int run_install(const ServiceOptions& options) {
     return 1;
   }
 
+  target.socket = !options.no_socket;
+  target.listen = loaded.config->server.listen;
   service::Plan plan = service::plan_install(target);
   if (options.dry_run) {
     fmt::print("{}", service::plan_text(plan));
@@ -141,17 +166,7 @@ int run_install(const ServiceOptions& options) {
   if (int code = execute(plan, target.platform); code != 0) {
     return code;
   }
-  if (target.platform == service::Platform::launchd) {
-    fmt::print("keyshim: installed and started {}\n"
-               "  logs:   {}/Library/Logs/keyshim/keyshim.log\n",
-               plan.unit_path, target.home);
-  } else {
-    fmt::print("keyshim: installed and started {}\n"
-               "  logs:   journalctl --user -u keyshim -f\n"
-               "  reload: systemctl --user reload keyshim (after editing the pool file)\n"
-               "  to keep it running while you are logged out: loginctl enable-linger\n",
-               plan.unit_path);
-  }
+  print_installed(plan, target);
   fmt::print("  point your tools at it: eval \"$(keyshim env)\"\n");
   return 0;
 }
@@ -173,12 +188,14 @@ int run_uninstall(const ServiceOptions& options) {
 
 int run_status(const ServiceOptions& options) {
   service::ServiceTarget target = gather_target(false, {});
+  std::error_code ignored;
+  std::string socket_path = service::socket_file_path(target);
+  target.socket = !socket_path.empty() && std::filesystem::exists(socket_path, ignored);
   service::Plan plan = service::plan_status(target);
   if (options.dry_run) {
     fmt::print("{}", service::plan_text(plan));
     return 0;
   }
-  std::error_code ignored;
   bool present = std::filesystem::exists(plan.unit_path, ignored);
   fmt::print("{}: {}\n", plan.unit_path,
              present ? "installed" : "not installed (run: keyshim service install)");
@@ -209,8 +226,13 @@ Subcommand add_service(CLI::App& parent) {
                  "that runs `keyshim serve -c FILE`");
   app->require_subcommand(1);
   auto options = std::make_shared<ServiceOptions>();
-  CLI::App* install = add_action(
-      *app, "install", "write and start the service; refuses while the pool file has problems", *options);
+  CLI::App* install = add_action(*app, "install",
+                                 "write and start the service, behind a socket the service manager owns on "
+                                 "the pool file's listen address; refuses while the pool file has problems",
+                                 *options);
+  install->add_flag("--no-socket", options->no_socket,
+                    "a plain service that binds the address itself and starts at login, without socket "
+                    "activation");
   CLI::App* uninstall = add_action(*app, "uninstall", "stop the service and remove its file", *options);
   add_action(*app, "status", "show the service manager's view of the service", *options);
   return {app, [options, install, uninstall] {

@@ -5,6 +5,7 @@
 #include "server/connection.hpp"
 #include "server/request_guard.hpp"
 #include "server/status_json.hpp"
+#include "server/status_line.hpp"
 #include "util/log.hpp"
 
 #include <boost/asio/post.hpp>
@@ -20,11 +21,15 @@ namespace asio = relay::asio;
 using relay::ErrorCode;
 
 constexpr int k_listen_backlog = 4096;
+// How often the STATUS= line is recomputed for the service manager. A timer
+// rather than a hook in the request path: key health changes there, many
+// times a second under load, and cooldowns also end without any request.
+constexpr std::chrono::seconds k_status_interval{1};
 
 } // namespace
 
 ShimServer::ShimServer(ServeOptions options)
-    : m_options(std::move(options)), m_acceptor(m_ioc.get_executor()), m_accept_retry(m_ioc.get_executor()),
+    : m_options(std::move(options)), m_status_timer(m_ioc.get_executor()),
       m_upstreams(m_ioc.get_executor()), m_context{m_upstreams, util::steady_clock(), m_waits},
       m_state(std::make_shared<relay::PoolState>()) {
 }
@@ -50,9 +55,9 @@ relay::PoolState ShimServer::load_state(const relay::PoolState* previous) const 
         before = &previous->pools[i];
       }
     }
-    pools.push_back(before ? pool::KeyPool::reloaded(*before->keys, pool.keys, pool.upstream.strategy)
-                           : std::make_shared<pool::KeyPool>(pool.keys, pool.upstream.strategy,
-                                                             util::system_clock()));
+    pools.push_back(
+        before ? pool::KeyPool::reloaded(*before->keys, pool.keys, pool.upstream.strategy)
+               : std::make_shared<pool::KeyPool>(pool.keys, pool.upstream.strategy, util::system_clock()));
   }
   return relay::PoolState::serving(std::move(config), std::move(pools));
 }
@@ -100,77 +105,121 @@ bool ShimServer::bind(std::string& error) {
   ErrorCode ec;
   std::string host = m_listen.host == "localhost" ? "127.0.0.1" : m_listen.host;
   relay::tcp::endpoint endpoint(asio::ip::make_address(host, ec), static_cast<unsigned short>(m_listen.port));
+  relay::Acceptor& acceptor = m_listeners.emplace_back(m_ioc.get_executor()).acceptor;
   if (!ec) {
-    m_acceptor.open(endpoint.protocol(), ec);
+    acceptor.open(endpoint.protocol(), ec);
   }
   if (!ec) {
-    m_acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-    m_acceptor.bind(endpoint, ec);
+    acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    acceptor.bind(endpoint, ec);
   }
   if (!ec) {
-    m_acceptor.listen(k_listen_backlog, ec);
+    acceptor.listen(k_listen_backlog, ec);
   }
   if (ec) {
     error = fmt::format("cannot listen on {}: {} (is another keyshim running? try `keyshim status`)",
                         m_listen.text(), ec.message());
-    ErrorCode ignored;
-    m_acceptor.close(ignored);
+    m_listeners.pop_back();
     return false;
   }
-  m_port = m_acceptor.local_endpoint().port();
+  m_port = acceptor.local_endpoint().port();
   m_listen.port = m_port;
   return true;
 }
 
+void ShimServer::adopt(const InheritedSockets& inherited) {
+  for (const InheritedSocket& socket : inherited.sockets) {
+    Listener& listener = m_listeners.emplace_back(m_ioc.get_executor());
+    listener.acceptor.assign(socket.ipv6 ? relay::tcp::v6() : relay::tcp::v4(), socket.fd);
+  }
+  if (!inherited.sockets.empty()) {
+    m_socket_manager = inherited.manager;
+    // The first socket stands for all of them in /status and the log.
+    m_listen = inherited.sockets.front().address;
+    m_port = m_listen.port;
+  }
+}
+
 void ShimServer::serve() {
-  accept();
+  for (Listener& listener : m_listeners) {
+    accept(listener);
+  }
+  if (m_readiness.enabled()) {
+    // Posted, so READY=1 goes out once the loop runs and accepts.
+    asio::post(m_ioc, [this] {
+      m_readiness.ready(status_line(*state()));
+      watch_status();
+    });
+  }
   m_ioc.run();
 }
 
-void ShimServer::accept() {
-  m_acceptor.async_accept(
-      [this](const ErrorCode& ec, relay::Socket socket) { on_accept(ec, std::move(socket)); });
+void ShimServer::watch_status() {
+  m_status_timer.expires_after(k_status_interval);
+  m_status_timer.async_wait([this](const ErrorCode& ec) {
+    if (ec || m_draining) {
+      return;
+    }
+    m_readiness.status(status_line(*state()));
+    watch_status();
+  });
 }
 
-void ShimServer::on_accept(const ErrorCode& ec, relay::Socket socket) {
-  if (m_draining || !m_acceptor.is_open()) {
+void ShimServer::accept(Listener& listener) {
+  listener.acceptor.async_accept([this, &listener](const ErrorCode& ec, relay::Socket socket) {
+    on_accept(listener, ec, std::move(socket));
+  });
+}
+
+void ShimServer::on_accept(Listener& listener, const ErrorCode& ec, relay::Socket socket) {
+  if (m_draining || !listener.acceptor.is_open()) {
     return;
   }
   if (ec) {
     // Out of descriptors (EMFILE) and the like: pause instead of spinning.
     util::log_warn("accept failed: {}; retrying in 100ms", ec.message());
-    m_accept_retry.expires_after(std::chrono::milliseconds(100));
-    m_accept_retry.async_wait([this](const ErrorCode& e) {
+    listener.retry.expires_after(std::chrono::milliseconds(100));
+    listener.retry.async_wait([this, &listener](const ErrorCode& e) {
       if (!e && !m_draining) {
-        accept();
+        accept(listener);
       }
     });
     return;
   }
   std::make_shared<Connection>(std::move(socket), *this)->start();
-  accept();
+  accept(listener);
 }
 
 bool ShimServer::reload() {
+  m_readiness.reloading();
   std::shared_ptr<const relay::PoolState> current = state();
   auto next = std::make_shared<relay::PoolState>(load_state(current.get()));
   if (!next->config) {
     util::log_error("reload rejected, keeping the current pool: {}", next->problem);
+    m_readiness.ready(status_line(*current));
     return false;
   }
   if (next->config->server.listen != m_listen && !m_options.listen) {
-    util::log_warn("reload: listen changed to {} but keyshim stays on {} until restarted",
-                   next->config->server.listen.text(), m_listen.text());
+    if (m_socket_manager.empty()) {
+      util::log_warn("reload: listen changed to {} but keyshim stays on {} until restarted",
+                     next->config->server.listen.text(), m_listen.text());
+    } else {
+      util::log_warn("reload: listen changed to {} but keyshim serves the socket from {} on {}; run "
+                     "`keyshim service install` again to move it",
+                     next->config->server.listen.text(), m_socket_manager, m_listen.text());
+    }
   }
   // Publish first: "reloaded" must mean that the next request sees the new pool.
   publish(next);
   util::log_info("reloaded {}: {} keys in {} pools", m_options.config_path, next->config->key_count(),
                  next->config->pools.size());
   log_key_table(*next->config);
+  m_readiness.ready(status_line(*next));
   return true;
 }
 
 void ShimServer::begin_shutdown() {
+  m_readiness.stopping();
   util::log_info("shutting down: no new connections; waiting up to {}s for {} in-flight requests",
                  std::chrono::duration_cast<std::chrono::seconds>(drain_timeout()).count(), in_flight());
   asio::post(m_ioc, [this] { drain_now(); });
@@ -179,8 +228,11 @@ void ShimServer::begin_shutdown() {
 void ShimServer::drain_now() {
   m_draining = true;
   ErrorCode ignored;
-  m_acceptor.close(ignored);
-  m_accept_retry.cancel();
+  for (Listener& listener : m_listeners) {
+    listener.acceptor.close(ignored);
+    listener.retry.cancel();
+  }
+  m_status_timer.cancel();
   m_upstreams.clear();
   m_waits.close_all(); // a request waiting for a key gets its 503 now, not at max_wait
   // drain() may close and so detach a connection: iterate over a copy.
@@ -213,8 +265,8 @@ std::chrono::milliseconds ShimServer::drain_timeout() const {
 void log_key_table(const config::Config& config) {
   for (const config::PoolConfig& pool : config.pools) {
     for (const config::KeyConfig& key : pool.keys) {
-      util::log_info("key {} {} pool={} route={} {} auth={}{}", key.label, key.secret.fingerprint(), pool.name,
-                     pool.route(), key.base_url.text(), key.auth.text(),
+      util::log_info("key {} {} pool={} route={} {} auth={}{}", key.label, key.secret.fingerprint(),
+                     pool.name, pool.route(), key.base_url.text(), key.auth.text(),
                      key.proxy ? " proxy=" + key.proxy->text() : std::string());
     }
   }

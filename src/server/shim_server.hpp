@@ -7,9 +7,12 @@
 #include "relay/beast.hpp"
 #include "relay/exchange.hpp"
 #include "relay/pool_state.hpp"
+#include "server/inherited_sockets.hpp"
+#include "server/readiness.hpp"
 #include "server/request_head.hpp"
 
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -42,8 +45,15 @@ public:
   config::ListenAddress listen_address() const;
   // Bind the listening socket (port 0 picks a free one). False with `error`.
   bool bind(std::string& error);
+  // Serve the sockets a service manager passed instead of binding (checked
+  // by take_inherited_sockets); the pool file's listen is then not bound.
+  void adopt(const InheritedSockets& inherited);
+  // "systemd"/"launchd" after adopt(), else "".
+  const std::string& socket_manager() const { return m_socket_manager; }
   int port() const { return m_port; }
   // Accept and serve on this thread until shutdown has drained. Blocks.
+  // Tells the service manager READY=1 once the loop runs, then keeps its
+  // STATUS= line current (checked once a second, sent when it changed).
   void serve();
 
   // Re-read the pool file (SIGHUP). Runs on the caller's thread, never the
@@ -73,17 +83,28 @@ public:
   void request_finished() { --m_in_flight; }
 
 private:
+  // One listening socket, with the timer that paces accept retries on it.
+  struct Listener {
+    explicit Listener(const relay::Executor& executor) : acceptor(executor), retry(executor) {}
+    relay::Acceptor acceptor;
+    relay::Timer retry;
+  };
+
   void publish(std::shared_ptr<const relay::PoolState> state);
   relay::PoolState load_state(const relay::PoolState* previous) const;
-  void accept();
-  void on_accept(const relay::ErrorCode& ec, relay::Socket socket);
+  void accept(Listener& listener);
+  void on_accept(Listener& listener, const relay::ErrorCode& ec, relay::Socket socket);
   void drain_now();
+  void watch_status();
 
   ServeOptions m_options;
   HeadLimits m_head_limits;
   relay::asio::io_context m_ioc{1};
-  relay::Acceptor m_acceptor;
-  relay::Timer m_accept_retry;
+  std::deque<Listener> m_listeners; // a deque: handlers hold references
+  relay::Timer m_status_timer;
+  Readiness m_readiness;
+  std::string m_socket_manager;
+
   relay::UpstreamPool m_upstreams;
   relay::WaitRoom m_waits;
   relay::RelayContext m_context;

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 namespace keyshim::service {
 namespace {
 
@@ -65,6 +67,44 @@ std::vector<std::string> systemctl(std::vector<std::string> args) {
   return argv;
 }
 
+Plan plan_systemd_install(const ServiceTarget& target) {
+  Plan plan;
+  plan.unit_path = unit_file_path(target);
+  plan.socket_path = socket_file_path(target);
+  plan.unit_text = render_systemd_unit(target.binary_path, target.config_path);
+  plan.actions.push_back(make_directory(directory_of(plan.unit_path)));
+  plan.actions.push_back(write_file(plan.unit_path, plan.unit_text));
+  // A socket from an earlier install would hold the port and, through the
+  // old unit's Requires=, keep starting the service; usually there is none.
+  plan.actions.push_back(run(systemctl({"disable", "--now", k_systemd_socket_name}), false));
+  plan.actions.push_back(remove_file(plan.socket_path));
+  plan.actions.push_back(run(systemctl({"daemon-reload"})));
+  plan.actions.push_back(run(systemctl({"enable", k_systemd_unit_name})));
+  plan.actions.push_back(run(systemctl({"restart", k_systemd_unit_name})));
+  return plan;
+}
+
+Plan plan_systemd_socket_install(const ServiceTarget& target) {
+  Plan plan;
+  plan.unit_path = unit_file_path(target);
+  plan.socket_path = socket_file_path(target);
+  plan.unit_text = render_systemd_unit(target.binary_path, target.config_path, true);
+  plan.socket_text = render_systemd_socket(target.listen);
+  plan.actions.push_back(make_directory(directory_of(plan.unit_path)));
+  plan.actions.push_back(write_file(plan.socket_path, plan.socket_text));
+  plan.actions.push_back(write_file(plan.unit_path, plan.unit_text));
+  plan.actions.push_back(run(systemctl({"daemon-reload"})));
+  // The socket starts keyshim now; an earlier plain install's start at login
+  // goes, and stopping a running keyshim frees the port for the socket (the
+  // next connection starts the new binary with the new pool file).
+  plan.actions.push_back(run(systemctl({"disable", k_systemd_unit_name}), false));
+  plan.actions.push_back(run(systemctl({"stop", k_systemd_unit_name}), false));
+  plan.actions.push_back(run(systemctl({"enable", k_systemd_socket_name})));
+  // restart, not start: a reinstall may have moved the address.
+  plan.actions.push_back(run(systemctl({"restart", k_systemd_socket_name})));
+  return plan;
+}
+
 } // namespace
 
 std::string Action::text() const {
@@ -81,6 +121,13 @@ std::string Action::text() const {
   return {};
 }
 
+std::string socket_file_path(const ServiceTarget& target) {
+  if (target.platform == Platform::launchd) {
+    return {};
+  }
+  return fmt::format("{}/systemd/user/{}", target.config_home, k_systemd_socket_name);
+}
+
 std::string unit_file_path(const ServiceTarget& target) {
   if (target.platform == Platform::launchd) {
     return fmt::format("{}/Library/LaunchAgents/{}.plist", target.home, k_launchd_label);
@@ -89,28 +136,26 @@ std::string unit_file_path(const ServiceTarget& target) {
 }
 
 Plan plan_install(const ServiceTarget& target) {
+  if (target.platform == Platform::systemd) {
+    return target.socket ? plan_systemd_socket_install(target) : plan_systemd_install(target);
+  }
   Plan plan;
   plan.unit_path = unit_file_path(target);
-  if (target.platform == Platform::launchd) {
-    plan.unit_text = render_launchd_plist(target.binary_path, target.config_path, target.home);
-    plan.actions.push_back(make_directory(directory_of(plan.unit_path)));
-    // launchd opens the log file but does not create its directory.
-    plan.actions.push_back(make_directory(target.home + "/Library/Logs/keyshim"));
-    plan.actions.push_back(write_file(plan.unit_path, plan.unit_text));
-    // bootstrap refuses a label that is already loaded, so a reinstall first
-    // unloads the old one; that fails harmlessly on a first install.
-    plan.actions.push_back(run({"launchctl", "bootout", launchd_service(target)}, false));
-    // Undo an earlier `launchctl disable`, which would outlive the file.
-    plan.actions.push_back(run({"launchctl", "enable", launchd_service(target)}));
-    plan.actions.push_back(run({"launchctl", "bootstrap", launchd_domain(target), plan.unit_path}));
-    return plan;
+  std::optional<config::ListenAddress> socket;
+  if (target.socket) {
+    socket = target.listen;
   }
-  plan.unit_text = render_systemd_unit(target.binary_path, target.config_path);
+  plan.unit_text = render_launchd_plist(target.binary_path, target.config_path, target.home, socket);
   plan.actions.push_back(make_directory(directory_of(plan.unit_path)));
+  // launchd opens the log file but does not create its directory.
+  plan.actions.push_back(make_directory(target.home + "/Library/Logs/keyshim"));
   plan.actions.push_back(write_file(plan.unit_path, plan.unit_text));
-  plan.actions.push_back(run(systemctl({"daemon-reload"})));
-  plan.actions.push_back(run(systemctl({"enable", k_systemd_unit_name})));
-  plan.actions.push_back(run(systemctl({"restart", k_systemd_unit_name})));
+  // bootstrap refuses a label that is already loaded, so a reinstall first
+  // unloads the old one; that fails harmlessly on a first install.
+  plan.actions.push_back(run({"launchctl", "bootout", launchd_service(target)}, false));
+  // Undo an earlier `launchctl disable`, which would outlive the file.
+  plan.actions.push_back(run({"launchctl", "enable", launchd_service(target)}));
+  plan.actions.push_back(run({"launchctl", "bootstrap", launchd_domain(target), plan.unit_path}));
   return plan;
 }
 
@@ -124,8 +169,12 @@ Plan plan_uninstall(const ServiceTarget& target) {
     return plan;
   }
   // A unit that is not installed or not running makes `disable --now` fail;
-  // removing what is left must still happen.
+  // removing what is left must still happen. The socket goes first, or it
+  // would start the service again at the next connection.
+  plan.socket_path = socket_file_path(target);
+  plan.actions.push_back(run(systemctl({"disable", "--now", k_systemd_socket_name}), false));
   plan.actions.push_back(run(systemctl({"disable", "--now", k_systemd_unit_name}), false));
+  plan.actions.push_back(remove_file(plan.socket_path));
   plan.actions.push_back(remove_file(plan.unit_path));
   plan.actions.push_back(run(systemctl({"daemon-reload"})));
   return plan;
@@ -138,19 +187,29 @@ Plan plan_status(const ServiceTarget& target) {
     plan.actions.push_back(run({"launchctl", "print", launchd_service(target)}));
     return plan;
   }
-  plan.actions.push_back(run(systemctl({"status", "--no-pager", k_systemd_unit_name})));
+  std::vector<std::string> status = {"status", "--no-pager"};
+  if (target.socket) {
+    status.emplace_back(k_systemd_socket_name);
+  }
+  status.emplace_back(k_systemd_unit_name);
+  plan.actions.push_back(run(systemctl(status)));
   return plan;
 }
 
 std::string plan_text(const Plan& plan) {
   std::string text;
-  if (!plan.unit_text.empty()) {
-    text += fmt::format("==> {} <==\n{}", plan.unit_path, plan.unit_text);
+  auto show_file = [&text](const std::string& path, const std::string& content) {
+    if (content.empty()) {
+      return;
+    }
+    text += fmt::format("==> {} <==\n{}", path, content);
     if (text.back() != '\n') {
       text += '\n';
     }
     text += '\n';
-  }
+  };
+  show_file(plan.socket_path, plan.socket_text);
+  show_file(plan.unit_path, plan.unit_text);
   for (const Action& action : plan.actions) {
     text += action.text();
     text += action.required ? "\n" : "   # allowed to fail\n";

@@ -2,6 +2,7 @@
 // What `keyshim service install|uninstall|status` does, as a list of steps
 // computed without touching anything. --dry-run prints the list; a real run
 // hands the same list to execute_plan(), so the two cannot disagree.
+#include "config/config.hpp"
 #include "service/host.hpp"
 
 #include <string>
@@ -34,21 +35,35 @@ struct ServiceTarget {
   unsigned uid = 0;        // launchd: the gui/UID domain
   std::string binary_path; // install: absolute path of keyshim
   std::string config_path; // install: absolute path of the pool file
+  // install: the service manager owns the listening socket on `listen` (the
+  // pool file's) and starts keyshim at the first connection; status: a
+  // socket unit is installed.
+  bool socket = false;
+  config::ListenAddress listen;
 };
 
 struct Plan {
-  std::string unit_path; // where the unit or agent file lives
-  std::string unit_text; // install: the rendered file
+  std::string unit_path;   // where the unit or agent file lives
+  std::string unit_text;   // install: the rendered file
+  std::string socket_path; // systemd: where the socket unit lives
+  std::string socket_text; // install with a socket (systemd): the rendered socket unit
   std::vector<Action> actions;
 };
 
 // systemd: CONFIG_HOME/systemd/user/keyshim.service;
 // launchd: HOME/Library/LaunchAgents/dev.keyshim.plist.
 std::string unit_file_path(const ServiceTarget& target);
+// systemd: CONFIG_HOME/systemd/user/keyshim.socket (launchd: "", the socket
+// is part of the agent file).
+std::string socket_file_path(const ServiceTarget& target);
 
 // Write the unit or agent file and start it now and at every login.
 // systemd: mkdir, write, daemon-reload, enable, restart (restart rather than
 // `enable --now` so a reinstall also picks up a new binary or pool path).
+// With a socket, systemd: mkdir, write both, daemon-reload, disable and stop
+// the service (it no longer starts at login, and frees the port), enable and
+// restart the socket; keyshim starts at the first connection. Without one,
+// a socket unit left by an earlier install is stopped and removed first.
 // launchd: mkdir (agents, logs), write, bootout (if loaded), enable, bootstrap.
 // Throws std::invalid_argument for unusable paths (see unit_templates.hpp).
 Plan plan_install(const ServiceTarget& target);

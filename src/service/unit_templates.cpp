@@ -10,6 +10,76 @@ namespace keyshim::service {
 namespace {
 
 constexpr std::string_view k_exec_start = "ExecStart=";
+constexpr std::string_view k_listen_stream = "ListenStream=";
+
+// Replaces the one line starting with `key` (at the start of a line) by
+// `line`; the shipped files are held to having exactly one by unit tests.
+void replace_line(std::string& unit, std::string_view key, const std::string& line, const char* file) {
+  std::size_t at = unit.find(fmt::format("\n{}", key));
+  if (at == std::string::npos) {
+    throw std::logic_error(fmt::format("{} has no {} line", file, key));
+  }
+  at += 1;
+  std::size_t end = unit.find('\n', at);
+  unit.replace(at, end == std::string::npos ? std::string::npos : end - at, line);
+}
+
+// The address systemd or launchd should listen on: a loopback IP literal
+// and a port of its own.
+config::ListenAddress socket_address(const config::ListenAddress& listen) {
+  if (!config::is_loopback_host(listen.host)) {
+    throw std::invalid_argument(
+        fmt::format("listen \"{}\" is not a loopback address; keyshim serves loopback only", listen.text()));
+  }
+  if (listen.port <= 0) {
+    throw std::invalid_argument(
+        fmt::format("listen \"{}\": a socket unit needs a fixed port; set one in the pool file's [server] "
+                    "listen, or install with --no-socket",
+                    listen.text()));
+  }
+  config::ListenAddress address = listen;
+  if (address.host == "localhost") {
+    address.host = "127.0.0.1";
+  }
+  return address;
+}
+
+// launchd's Sockets entry for `address`; it replaces RunAtLoad and KeepAlive
+// in the template, since launchd starts a job with sockets when the first
+// connection comes (and again after a crash, at the next one).
+std::string launchd_sockets_entry(const config::ListenAddress& address) {
+  return fmt::format(R"(  <!-- launchd owns the listening socket (socket activation): keyshim starts
+       at the first connection and takes the socket over, and a restart
+       never refuses a connection. keyshim serves loopback sockets only. -->
+  <key>Sockets</key>
+  <dict>
+    <key>Listeners</key>
+    <dict>
+      <key>SockNodeName</key>
+      <string>{}</string>
+      <key>SockServiceName</key>
+      <string>{}</string>
+      <key>SockType</key>
+      <string>stream</string>
+      <key>SockFamily</key>
+      <string>{}</string>
+    </dict>
+  </dict>
+)",
+                     xml_escape(address.host), address.port,
+                     address.host.find(':') == std::string::npos ? "IPv4" : "IPv6");
+}
+
+void use_launchd_socket(std::string& plist, const config::ListenAddress& address) {
+  std::size_t begin = plist.find("  <key>RunAtLoad</key>\n");
+  std::size_t keep_alive = plist.find("<key>KeepAlive</key>", begin == std::string::npos ? 0 : begin);
+  constexpr std::string_view k_dict_end = "  </dict>\n";
+  std::size_t end = plist.find(k_dict_end, keep_alive == std::string::npos ? plist.size() : keep_alive);
+  if (begin == std::string::npos || keep_alive == std::string::npos || end == std::string::npos) {
+    throw std::logic_error("launchd/dev.keyshim.plist has no RunAtLoad and KeepAlive entries to replace");
+  }
+  plist.replace(begin, end + k_dict_end.size() - begin, launchd_sockets_entry(address));
+}
 
 // Paths land inside a unit line or an XML text node. A newline would end the
 // ExecStart= line (and could inject directives), and XML 1.0 cannot carry
@@ -70,6 +140,10 @@ std::string_view systemd_unit_template() {
   return generated::k_systemd_unit;
 }
 
+std::string_view systemd_socket_template() {
+  return generated::k_systemd_socket;
+}
+
 std::string_view launchd_plist_template() {
   return generated::k_launchd_plist;
 }
@@ -119,27 +193,40 @@ std::string xml_escape(std::string_view text) {
   return out;
 }
 
-std::string render_systemd_unit(const std::string& binary_path, const std::string& config_path) {
+std::string render_systemd_unit(const std::string& binary_path, const std::string& config_path,
+                                bool socket_activated) {
   require_usable_path(binary_path, "keyshim binary");
   require_usable_path(config_path, "pool file");
 
   std::string unit(systemd_unit_template());
-  // The template has exactly one ExecStart= line, at the start of a line (a
-  // unit test holds the shipped file to that).
-  std::size_t at = unit.find(fmt::format("\n{}", k_exec_start));
-  if (at == std::string::npos) {
-    throw std::logic_error("systemd/keyshim.service has no ExecStart= line");
+  replace_line(unit, k_exec_start,
+               fmt::format("{}{} serve -c {}", k_exec_start, systemd_exec_path(binary_path),
+                           systemd_exec_quote(config_path)),
+               "systemd/keyshim.service");
+  if (socket_activated) {
+    // At the end of [Unit]: starting the service also starts the socket,
+    // and stopping or restarting the socket does the same to the service.
+    std::size_t at = unit.find("\n\n[Service]");
+    if (at == std::string::npos) {
+      throw std::logic_error("systemd/keyshim.service has no [Service] section after [Unit]");
+    }
+    unit.insert(at,
+                fmt::format("\n# The listening socket is {0}'s (socket activation).\nRequires={0}\nAfter={0}",
+                            k_systemd_socket_name));
   }
-  at += 1;
-  std::size_t end = unit.find('\n', at);
-  std::string line = fmt::format("{}{} serve -c {}", k_exec_start, systemd_exec_path(binary_path),
-                                 systemd_exec_quote(config_path));
-  unit.replace(at, end == std::string::npos ? std::string::npos : end - at, line);
+  return unit;
+}
+
+std::string render_systemd_socket(const config::ListenAddress& listen) {
+  std::string unit(systemd_socket_template());
+  replace_line(unit, k_listen_stream, fmt::format("{}{}", k_listen_stream, socket_address(listen).text()),
+               "systemd/keyshim.socket");
   return unit;
 }
 
 std::string render_launchd_plist(const std::string& binary_path, const std::string& config_path,
-                                 const std::string& home) {
+                                 const std::string& home,
+                                 const std::optional<config::ListenAddress>& socket) {
   require_usable_path(binary_path, "keyshim binary");
   require_usable_path(config_path, "pool file");
   require_usable_path(home, "home directory");
@@ -153,6 +240,9 @@ std::string render_launchd_plist(const std::string& binary_path, const std::stri
     trimmed_home.pop_back();
   }
   replace_all(plist, "@HOME@", xml_escape(trimmed_home));
+  if (socket) {
+    use_launchd_socket(plist, socket_address(*socket));
+  }
   return plist;
 }
 

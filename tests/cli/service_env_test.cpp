@@ -167,11 +167,37 @@ TEST(ServiceCommand, InstallDryRunPrintsTheUnitAndCommandsAndTouchesNothing) {
   // The pool path has a space, so systemd needs it quoted.
   EXPECT_TRUE(contains(r.out, "\nExecStart=" + binary + " serve -c \"" + pool + "\"\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "\nsystemctl --user daemon-reload\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "\nsystemctl --user enable keyshim.service\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "\nsystemctl --user restart keyshim.service\n")) << r.out;
+  // By default systemd owns the pool file's address and starts keyshim on demand.
+  EXPECT_TRUE(contains(r.out, "==> " + home.path() + "/.config/systemd/user/keyshim.socket <==\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\nListenStream=127.0.0.1:9911\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\nRequires=keyshim.socket\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\nsystemctl --user enable keyshim.socket\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\nsystemctl --user restart keyshim.socket\n")) << r.out;
 #endif
   EXPECT_FALSE(std::filesystem::exists(home.path() + "/.config"));
   EXPECT_FALSE(std::filesystem::exists(home.path() + "/Library"));
+}
+
+TEST(ServiceCommand, InstallNoSocketDryRunIsThePlainServiceStartedAtLogin) {
+  TempDir home;
+  std::string pool = home.write("keys.toml", k_openai_pool);
+  RunResult r = run_keyshim({"service", "install", "--no-socket", "--dry-run", "-c", pool}, isolated(home));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+#ifndef __APPLE__
+  EXPECT_FALSE(contains(r.out, "ListenStream=")) << r.out;
+  EXPECT_FALSE(contains(r.out, "Requires=")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\nsystemctl --user enable keyshim.service\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\nsystemctl --user restart keyshim.service\n")) << r.out;
+#endif
+}
+
+TEST(ServiceCommand, SocketInstallRefusesAPoolFileWhoseListenHasNoFixedPort) {
+  TempDir home;
+  std::string pool = home.write(
+      "keys.toml", "[server]\nlisten = \"127.0.0.1:0\"\n\n[[keys]]\nkey = \"sk-test-0123456789abcdef\"\n");
+  RunResult r = run_keyshim({"service", "install", "--dry-run", "-c", pool}, isolated(home));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_TRUE(contains(r.err, "--no-socket")) << r.err;
 }
 
 TEST(ServiceCommand, InstallBakesInTheAbsolutePathOfARelativePoolFile) {
@@ -207,10 +233,12 @@ TEST(ServiceCommand, UninstallDryRunListsTheSteps) {
   RunResult r = run_keyshim({"service", "uninstall", "--dry-run"}, isolated(home));
   ASSERT_EQ(r.exit_code, 0) << r.err;
 #ifndef __APPLE__
-  EXPECT_EQ(r.out, "systemctl --user disable --now keyshim.service   # allowed to fail\n"
+  std::string units = home.path() + "/.config/systemd/user/";
+  EXPECT_EQ(r.out, "systemctl --user disable --now keyshim.socket   # allowed to fail\n"
+                   "systemctl --user disable --now keyshim.service   # allowed to fail\n"
                    "rm -f " +
-                       home.path() +
-                       "/.config/systemd/user/keyshim.service\n"
+                       units + "keyshim.socket\nrm -f " + units +
+                       "keyshim.service\n"
                        "systemctl --user daemon-reload\n");
 #endif
 }

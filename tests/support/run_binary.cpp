@@ -89,6 +89,14 @@ ChildProcess ChildProcess::start(const std::vector<std::string>& argv, const Run
   if (!options.cwd.empty()) {
     posix_spawn_file_actions_addchdir_np(&actions, options.cwd.c_str());
   }
+  // Each passed descriptor goes through a copy above the target numbers:
+  // dup2(3, 3) would not clear close-on-exec, and a later target must not
+  // overwrite a source still to be copied.
+  std::vector<int> copies;
+  for (std::size_t i = 0; i < options.pass_fds.size(); ++i) {
+    copies.push_back(::fcntl(options.pass_fds[i], F_DUPFD_CLOEXEC, 100));
+    posix_spawn_file_actions_adddup2(&actions, copies.back(), 3 + static_cast<int>(i));
+  }
   // The child starts with default signal handling even if the test runner
   // blocks or ignores signals (signal tests depend on it).
   posix_spawnattr_t attributes;
@@ -113,6 +121,9 @@ ChildProcess ChildProcess::start(const std::vector<std::string>& argv, const Run
       ::posix_spawnp(&child.m_pid, args[0].c_str(), &actions, &attributes, c_args.data(), c_env.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
+  for (int copy : copies) {
+    ::close(copy);
+  }
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
   if (error != 0) {

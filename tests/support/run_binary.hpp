@@ -28,6 +28,9 @@ struct RunOptions {
   std::vector<std::string> unset_env;
   // Working directory for the child; empty: the test's own.
   std::string cwd;
+  // Descriptors the child gets as 3, 4, ... (socket activation tests); the
+  // caller keeps its own and closes them when it likes.
+  std::vector<int> pass_fds;
   // How long wait() lets the child run before killing it with SIGKILL.
   std::chrono::milliseconds timeout{10'000};
 };

@@ -76,13 +76,51 @@ TEST(ServicePlan, SystemdInstallWritesTheUnitThenReloadsEnablesAndRestarts) {
   EXPECT_NE(
       plan.unit_text.find("ExecStart=/usr/local/bin/keyshim serve -c /home/u/.config/keyshim/keys.toml\n"),
       std::string::npos);
+  EXPECT_EQ(plan.unit_text.find("Requires="), std::string::npos);
+  EXPECT_EQ(plan.socket_text, "");
+  // A socket left by an earlier install would hold the port: it goes first.
   EXPECT_EQ(step_texts(plan), (std::vector<std::string>{
                                   "mkdir -p -m 0700 /home/u/.config/systemd/user",
                                   "write /home/u/.config/systemd/user/keyshim.service (mode 0644)",
+                                  "systemctl --user disable --now keyshim.socket",
+                                  "rm -f /home/u/.config/systemd/user/keyshim.socket",
                                   "systemctl --user daemon-reload",
                                   "systemctl --user enable keyshim.service",
                                   "systemctl --user restart keyshim.service",
                               }));
+  EXPECT_FALSE(plan.actions[2].required);
+}
+
+TEST(ServicePlan, SystemdSocketInstallWritesBothUnitsAndStartsOnlyTheSocket) {
+  service::ServiceTarget target = systemd_target("/home/u");
+  target.socket = true;
+  target.listen = {"127.0.0.1", 9911};
+  service::Plan plan = service::plan_install(target);
+  EXPECT_EQ(plan.socket_path, "/home/u/.config/systemd/user/keyshim.socket");
+  EXPECT_NE(plan.socket_text.find("\nListenStream=127.0.0.1:9911\n"), std::string::npos) << plan.socket_text;
+  EXPECT_NE(plan.unit_text.find("\nRequires=keyshim.socket\nAfter=keyshim.socket\n"), std::string::npos);
+  EXPECT_EQ(step_texts(plan), (std::vector<std::string>{
+                                  "mkdir -p -m 0700 /home/u/.config/systemd/user",
+                                  "write /home/u/.config/systemd/user/keyshim.socket (mode 0644)",
+                                  "write /home/u/.config/systemd/user/keyshim.service (mode 0644)",
+                                  "systemctl --user daemon-reload",
+                                  "systemctl --user disable keyshim.service",
+                                  "systemctl --user stop keyshim.service",
+                                  "systemctl --user enable keyshim.socket",
+                                  "systemctl --user restart keyshim.socket",
+                              }));
+  EXPECT_FALSE(plan.actions[4].required);
+  EXPECT_FALSE(plan.actions[5].required);
+  EXPECT_TRUE(plan.actions[7].required);
+  std::string text = service::plan_text(plan);
+  EXPECT_LT(text.find("==> " + plan.socket_path + " <==\n"), text.find("==> " + plan.unit_path + " <==\n"));
+}
+
+TEST(ServicePlan, SocketInstallRefusesAPortOnlyAProcessCouldPick) {
+  service::ServiceTarget target = systemd_target("/home/u");
+  target.socket = true;
+  target.listen = {"127.0.0.1", 0};
+  EXPECT_THROW(service::plan_install(target), std::invalid_argument);
 }
 
 TEST(ServicePlan, SystemdUnitGoesUnderXdgConfigHome) {
@@ -94,11 +132,14 @@ TEST(ServicePlan, SystemdUnitGoesUnderXdgConfigHome) {
 TEST(ServicePlan, SystemdUninstallToleratesAServiceThatIsNotRunning) {
   service::Plan plan = service::plan_uninstall(systemd_target("/home/u"));
   EXPECT_EQ(step_texts(plan), (std::vector<std::string>{
+                                  "systemctl --user disable --now keyshim.socket",
                                   "systemctl --user disable --now keyshim.service",
+                                  "rm -f /home/u/.config/systemd/user/keyshim.socket",
                                   "rm -f /home/u/.config/systemd/user/keyshim.service",
                                   "systemctl --user daemon-reload",
                               }));
   EXPECT_FALSE(plan.actions[0].required);
+  EXPECT_FALSE(plan.actions[1].required);
   EXPECT_TRUE(plan.unit_text.empty());
 }
 
@@ -106,6 +147,10 @@ TEST(ServicePlan, SystemdStatusIsOneSystemctlCommand) {
   service::Plan plan = service::plan_status(systemd_target("/home/u"));
   EXPECT_EQ(step_texts(plan),
             (std::vector<std::string>{"systemctl --user status --no-pager keyshim.service"}));
+  service::ServiceTarget with_socket = systemd_target("/home/u");
+  with_socket.socket = true;
+  EXPECT_EQ(step_texts(service::plan_status(with_socket)),
+            (std::vector<std::string>{"systemctl --user status --no-pager keyshim.socket keyshim.service"}));
 }
 
 TEST(ServicePlan, LaunchdInstallBootsOutAnOldCopyThenBootstraps) {
@@ -122,6 +167,14 @@ TEST(ServicePlan, LaunchdInstallBootsOutAnOldCopyThenBootstraps) {
             }));
   EXPECT_FALSE(plan.actions[3].required);
   EXPECT_NE(plan.unit_text.find("<string>/usr/local/bin/keyshim</string>"), std::string::npos);
+  EXPECT_EQ(plan.unit_text.find("<key>Sockets</key>"), std::string::npos);
+
+  service::ServiceTarget with_socket = launchd_target("/Users/u");
+  with_socket.socket = true;
+  with_socket.listen = {"127.0.0.1", 9911};
+  service::Plan socket_plan = service::plan_install(with_socket);
+  EXPECT_NE(socket_plan.unit_text.find("<key>Sockets</key>"), std::string::npos);
+  EXPECT_EQ(step_texts(socket_plan), step_texts(plan));
 }
 
 TEST(ServicePlan, LaunchdUninstallAndStatus) {
@@ -168,9 +221,28 @@ TEST(PlanExecutor, InstallIntoATemporaryHomeWritesTheUnitWithPrivateDirectories)
   EXPECT_EQ(mode_of(plan.unit_path), 0644u);
   EXPECT_EQ(mode_of(home.path() + "/.config"), 0700u);
   EXPECT_EQ(mode_of(home.path() + "/.config/systemd/user"), 0700u);
-  ASSERT_EQ(runner.calls.size(), 3u);
-  EXPECT_EQ(runner.calls[0], (std::vector<std::string>{"systemctl", "--user", "daemon-reload"}));
-  EXPECT_EQ(runner.calls[2], (std::vector<std::string>{"systemctl", "--user", "restart", "keyshim.service"}));
+  ASSERT_EQ(runner.calls.size(), 4u);
+  EXPECT_EQ(runner.calls[1], (std::vector<std::string>{"systemctl", "--user", "daemon-reload"}));
+  EXPECT_EQ(runner.calls[3], (std::vector<std::string>{"systemctl", "--user", "restart", "keyshim.service"}));
+}
+
+TEST(PlanExecutor, SocketInstallWritesBothUnitsAndAPlainReinstallRemovesTheSocket) {
+  TempDir home;
+  service::ServiceTarget target = systemd_target(home.path());
+  target.socket = true;
+  service::Plan plan = service::plan_install(target);
+  RecordingRunner runner;
+  ASSERT_TRUE(service::execute_plan(plan, std::ref(runner)).ok);
+  EXPECT_EQ(test::read_file(plan.socket_path), plan.socket_text);
+  EXPECT_EQ(test::read_file(plan.unit_path), plan.unit_text);
+  EXPECT_EQ(mode_of(plan.socket_path), 0644u);
+  EXPECT_EQ(runner.calls.back(),
+            (std::vector<std::string>{"systemctl", "--user", "restart", "keyshim.socket"}));
+
+  target.socket = false;
+  ASSERT_TRUE(service::execute_plan(service::plan_install(target), std::ref(runner)).ok);
+  EXPECT_FALSE(std::filesystem::exists(plan.socket_path));
+  EXPECT_EQ(test::read_file(plan.unit_path).find("Requires="), std::string::npos);
 }
 
 TEST(PlanExecutor, ReinstallReplacesTheUnitAndLeavesExistingDirectoriesAlone) {
@@ -196,11 +268,11 @@ TEST(PlanExecutor, StopsAtTheFirstFailingRequiredCommand) {
   runner.failing = {"daemon-reload"};
   service::ExecutionResult result = service::execute_plan(plan, std::ref(runner));
   EXPECT_FALSE(result.ok);
-  EXPECT_EQ(result.failed_step, 2u);
+  EXPECT_EQ(result.failed_step, 4u);
   EXPECT_EQ(result.failure.error, "systemctl --user daemon-reload: exit 1");
   // The unit was written before the failure; enable and restart never ran.
   EXPECT_EQ(test::read_file(plan.unit_path), plan.unit_text);
-  EXPECT_EQ(runner.calls.size(), 1u);
+  EXPECT_EQ(runner.calls.size(), 2u);
 }
 
 TEST(PlanExecutor, UninstallGoesOnWhenTheServiceWasNotRunningAndTheFileIsGone) {
@@ -210,16 +282,18 @@ TEST(PlanExecutor, UninstallGoesOnWhenTheServiceWasNotRunningAndTheFileIsGone) {
   runner.failing = {"disable"};
   service::ExecutionResult result = service::execute_plan(plan, std::ref(runner));
   EXPECT_TRUE(result.ok) << result.failure.error;
-  EXPECT_EQ(runner.calls.size(), 2u);
+  EXPECT_EQ(runner.calls.size(), 3u);
 }
 
 TEST(PlanExecutor, UninstallRemovesTheUnit) {
   TempDir home;
   std::string unit = home.write(".config/systemd/user/keyshim.service", "x", 0644);
+  std::string socket = home.write(".config/systemd/user/keyshim.socket", "x", 0644);
   RecordingRunner runner;
   ASSERT_TRUE(
       service::execute_plan(service::plan_uninstall(systemd_target(home.path())), std::ref(runner)).ok);
   EXPECT_FALSE(std::filesystem::exists(unit));
+  EXPECT_FALSE(std::filesystem::exists(socket));
 }
 
 TEST(PlanExecutor, AFileStepThatCannotBeDoneIsReported) {

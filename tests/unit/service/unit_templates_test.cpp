@@ -66,9 +66,14 @@ private:
 
 // systemd-analyze exits 0 even for unknown keys or unparsable values (it only
 // warns), so a clean verify means exit 0 *and* nothing printed.
-void expect_verifies(const std::string& unit_text) {
+// `others` are written beside it (a socket unit is verified with its service).
+void expect_verifies(const std::string& unit_text, const std::string& name = "keyshim.service",
+                     const std::vector<std::pair<std::string, std::string>>& others = {}) {
   TempDir dir;
-  std::string unit = dir.write("keyshim.service", unit_text, 0644);
+  for (const auto& [other_name, other_text] : others) {
+    dir.write(other_name, other_text, 0644);
+  }
+  std::string unit = dir.write(name, unit_text, 0644);
   ::mkdir((dir.path() + "/runtime").c_str(), 0700);
   RuntimeDirOverride runtime(dir.path() + "/runtime");
   for (bool user : {true, false}) {
@@ -94,6 +99,59 @@ TEST(SystemdUnit, ShippedTemplateHasExactlyOneExecStartAndTheDocumentedDefaults)
   EXPECT_EQ(lines_starting_with(unit, "ExecReload=").at(0), "ExecReload=/bin/kill -HUP $MAINPID");
   EXPECT_EQ(lines_starting_with(unit, "WantedBy=").at(0), "WantedBy=default.target");
   EXPECT_EQ(lines_starting_with(unit, "Restart=").at(0), "Restart=on-failure");
+  EXPECT_EQ(lines_starting_with(unit, "Type=").at(0), "Type=notify");
+  // The shipped unit also runs without its socket (systemctl --user enable keyshim.service).
+  EXPECT_TRUE(lines_starting_with(unit, "Requires=").empty());
+}
+
+TEST(SystemdUnit, SocketActivatedUnitRequiresAndStartsAfterItsSocket) {
+  std::string rendered = service::render_systemd_unit("/usr/bin/keyshim", "/home/u/keys.toml", true);
+  EXPECT_EQ(lines_starting_with(rendered, "Requires="),
+            (std::vector<std::string>{"Requires=keyshim.socket"}));
+  EXPECT_EQ(lines_starting_with(rendered, "After="), (std::vector<std::string>{"After=keyshim.socket"}));
+  // In [Unit], where systemd reads them.
+  EXPECT_LT(rendered.find("Requires="), rendered.find("[Service]"));
+  EXPECT_GT(rendered.find("Requires="), rendered.find("[Unit]"));
+}
+
+TEST(SystemdSocket, ShippedTemplateListensOnTheDefaultAddressForOneKeyshim) {
+  std::string unit(service::systemd_socket_template());
+  EXPECT_EQ(lines_starting_with(unit, "ListenStream="),
+            (std::vector<std::string>{"ListenStream=127.0.0.1:8787"}));
+  EXPECT_EQ(lines_starting_with(unit, "Accept=").at(0), "Accept=no");
+  EXPECT_EQ(lines_starting_with(unit, "WantedBy=").at(0), "WantedBy=sockets.target");
+}
+
+TEST(SystemdSocket, RenderingListensOnThePoolFilesLoopbackAddress) {
+  auto listen_stream = [](const std::string& host, int port) {
+    return lines_starting_with(service::render_systemd_socket({host, port}), "ListenStream=");
+  };
+  EXPECT_EQ(listen_stream("127.0.0.1", 9911), (std::vector<std::string>{"ListenStream=127.0.0.1:9911"}));
+  EXPECT_EQ(listen_stream("::1", 9911), (std::vector<std::string>{"ListenStream=[::1]:9911"}));
+  // systemd resolves no names.
+  EXPECT_EQ(listen_stream("localhost", 80), (std::vector<std::string>{"ListenStream=127.0.0.1:80"}));
+}
+
+TEST(SystemdSocket, RefusesAnAddressOnlyAProcessCouldPickOrThatIsNotLoopback) {
+  EXPECT_THROW(service::render_systemd_socket({"127.0.0.1", 0}), std::invalid_argument);
+  EXPECT_THROW(service::render_systemd_socket({"0.0.0.0", 8787}), std::invalid_argument);
+  try {
+    service::render_systemd_socket({"127.0.0.1", 0});
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--no-socket"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SystemdSocket, RenderedSocketAndItsServicePassSystemdAnalyzeVerify) {
+  if (!have_program("systemd-analyze")) {
+    GTEST_SKIP() << "systemd-analyze is not installed (Debian package: systemd)";
+  }
+  TempDir dir;
+  std::string binary = make_executable(dir, "keyshim");
+  std::string service_unit = service::render_systemd_unit(binary, dir.path() + "/keys.toml", true);
+  std::string socket_unit = service::render_systemd_socket({"::1", 9911});
+  expect_verifies(socket_unit, "keyshim.socket", {{"keyshim.service", service_unit}});
+  expect_verifies(service_unit, "keyshim.service", {{"keyshim.socket", socket_unit}});
 }
 
 TEST(SystemdUnit, RenderingReplacesOnlyTheExecStartLine) {
@@ -182,6 +240,25 @@ TEST(LaunchdPlist, RenderingFillsEveryPlaceholder) {
                                       "/Users/u/.config/keyshim/keys.toml"}));
   EXPECT_EQ(test::plist_string(plist, "StandardErrorPath"), "/Users/u/Library/Logs/keyshim/keyshim.log");
   EXPECT_EQ(test::plist_string(plist, "StandardOutPath"), "/Users/u/Library/Logs/keyshim/keyshim.log");
+}
+
+TEST(LaunchdPlist, WithASocketLaunchdOwnsTheAddressAndStartsKeyshimOnDemand) {
+  std::string plist = service::render_launchd_plist("/opt/homebrew/bin/keyshim", "/Users/u/keys.toml",
+                                                    "/Users/u", {{"localhost", 9911}});
+  EXPECT_EQ(test::xml_problem(plist), "");
+  EXPECT_EQ(test::plist_string(plist, "SockNodeName"), "127.0.0.1");
+  EXPECT_EQ(test::plist_string(plist, "SockServiceName"), "9911");
+  EXPECT_EQ(test::plist_string(plist, "SockType"), "stream");
+  EXPECT_EQ(test::plist_string(plist, "SockFamily"), "IPv4");
+  // serve asks launch_activate_socket for this name.
+  EXPECT_NE(plist.find("<key>Listeners</key>"), std::string::npos);
+  // Started at the first connection, not at login or after every exit.
+  EXPECT_EQ(plist.find("RunAtLoad"), std::string::npos) << plist;
+  EXPECT_EQ(plist.find("KeepAlive"), std::string::npos) << plist;
+  EXPECT_EQ(test::plist_string_array(plist, "ProgramArguments"),
+            (std::vector<std::string>{"/opt/homebrew/bin/keyshim", "serve", "-c", "/Users/u/keys.toml"}));
+  std::string v6 = service::render_launchd_plist("/k", "/c", "/Users/u", {{"::1", 9911}});
+  EXPECT_EQ(test::plist_string(v6, "SockFamily"), "IPv6");
 }
 
 TEST(LaunchdPlist, PathsAreXmlEscapedAndReadBackUnchanged) {
