@@ -8,6 +8,8 @@ pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib>=0.11)
 find_package(OpenSSL REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(tomlplusplus REQUIRED)
+# JSON in and out, behind util/json.hpp (header-only; only util/ includes it).
+find_package(nlohmann_json 3.11 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(Threads REQUIRED)
 # The proxy path: Boost.Beast and Asio are header-only in Debian's 1.74

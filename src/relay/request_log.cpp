@@ -63,24 +63,26 @@ void log_request(const RequestRecord& r) {
   if (!logger.enabled(level)) {
     return;
   }
-  std::vector<util::LogField> fields = {
-      {"method", r.method},
-      {"path", r.path},
-      {"status", std::to_string(r.status), true},
-      {"pool", r.pool},
-      {"model", r.model},
-      {"key", r.key_label},
-      {"attempts", std::to_string(r.attempts), true},
-      {"chain", join(r.chain)},
-      {"ttfb_ms", r.ttfb ? std::to_string(r.ttfb->count()) : "null", true},
-      {"dur_ms", std::to_string(r.duration.count()), true},
-      {"bytes", std::to_string(r.bytes), true},
-      {"stream", r.stream ? "true" : "false", true},
-      {"input_tokens", r.input_tokens ? std::to_string(*r.input_tokens) : "null", true},
-      {"output_tokens", r.output_tokens ? std::to_string(*r.output_tokens) : "null", true},
-  };
+  using util::Json;
+  auto text = [](const std::string& value) { return Json::make_string(value); };
+  auto count = [](const auto& value) { return value ? Json::make_number(*value) : Json(); };
+  Json fields;
+  fields.add("method", text(r.method))
+      .add("path", text(r.path))
+      .add("status", Json::make_number(r.status))
+      .add("pool", text(r.pool))
+      .add("model", text(r.model))
+      .add("key", text(r.key_label))
+      .add("attempts", Json::make_number(r.attempts))
+      .add("chain", text(join(r.chain)))
+      .add("ttfb_ms", r.ttfb ? Json::make_number(r.ttfb->count()) : Json())
+      .add("dur_ms", Json::make_number(r.duration.count()))
+      .add("bytes", Json::make_number(r.bytes))
+      .add("stream", Json::make_bool(r.stream))
+      .add("input_tokens", count(r.input_tokens))
+      .add("output_tokens", count(r.output_tokens));
   if (!r.error.empty()) {
-    fields.push_back({"error", r.error});
+    fields.add("error", text(r.error));
   }
   logger.record(level, format_request_text(r), fields);
 }

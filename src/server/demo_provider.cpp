@@ -1,6 +1,6 @@
 #include "server/demo_provider.hpp"
 
-#include "util/log.hpp"
+#include "util/json.hpp"
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -40,11 +40,21 @@ std::string presented_key(const httplib::Request& req) {
 }
 
 std::string sse_chunk(const std::string& content, bool last) {
-  std::string delta = last ? "{}" : fmt::format(R"({{"content":"{}"}})", util::json_escape(content));
-  return fmt::format(R"(data: {{"id":"chatcmpl-demo","object":"chat.completion.chunk","model":"demo",)"
-                     R"("choices":[{{"index":0,"delta":{},"finish_reason":{}}}]}})"
-                     "\n\n",
-                     delta, last ? R"("stop")" : "null");
+  using util::Json;
+  Json delta = Json::make_object();
+  if (!last) {
+    delta.add("content", Json::make_string(content));
+  }
+  Json choice;
+  choice.add("index", Json::make_number(0))
+      .add("delta", std::move(delta))
+      .add("finish_reason", last ? Json::make_string("stop") : Json());
+  Json chunk;
+  chunk.add("id", Json::make_string("chatcmpl-demo"))
+      .add("object", Json::make_string("chat.completion.chunk"))
+      .add("model", Json::make_string("demo"))
+      .add("choices", Json::make_array({std::move(choice)}));
+  return fmt::format("data: {}\n\n", chunk.dump());
 }
 
 // One chunk per call, a pause before every chunk but the first, then the

@@ -1,7 +1,7 @@
 #include "server/request_head.hpp"
 
 #include "util/ascii.hpp"
-#include "util/log.hpp"
+#include "util/json.hpp"
 
 #include <fmt/format.h>
 
@@ -136,9 +136,13 @@ HeadVerdict check_parsed_head(const relay::http::request_header<>& head) {
 }
 
 std::string error_response(int status, std::string_view message) {
-  std::string body =
-      fmt::format(R"({{"error":{{"message":"keyshim: {}","type":"keyshim_bad_request","code":"http_{}"}}}})",
-                  util::json_escape(message), status);
+  // relay::json_error_body's shape, built here so the head gate (and its
+  // fuzz target) needs only util.
+  util::Json error;
+  error.add("message", util::Json::make_string(fmt::format("keyshim: {}", message)))
+      .add("type", util::Json::make_string("keyshim_bad_request"))
+      .add("code", util::Json::make_string(fmt::format("http_{}", status)));
+  std::string body = util::Json().add("error", std::move(error)).dump();
   return fmt::format("HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n"
                      "{}Connection: close\r\n\r\n{}",
                      status, reason_phrase(status), body.size(),

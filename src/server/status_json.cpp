@@ -1,9 +1,7 @@
 #include "server/status_json.hpp"
 
 #include "keyshim/version.hpp"
-#include "util/log.hpp"
-
-#include <fmt/format.h>
+#include "util/json.hpp"
 
 #include <algorithm>
 #include <ctime>
@@ -11,58 +9,86 @@
 namespace keyshim::server {
 namespace {
 
-std::string quoted(std::string_view text) {
-  return fmt::format("\"{}\"", util::json_escape(text));
+using util::Json;
+
+Json text(std::string_view value) {
+  return Json::make_string(std::string(value));
 }
 
-std::string counts_json(const pool::Counts& c) {
-  return fmt::format(R"({{"total":{},"available":{},"cooling":{},"disabled":{}}})", c.total, c.available,
-                     c.cooling, c.disabled);
+// A string, or null when it is empty.
+Json text_or_null(std::string_view value) {
+  return value.empty() ? Json() : text(value);
+}
+
+Json counts_json(const pool::Counts& c) {
+  Json out;
+  out.add("total", Json::make_number(c.total))
+      .add("available", Json::make_number(c.available))
+      .add("cooling", Json::make_number(c.cooling))
+      .add("disabled", Json::make_number(c.disabled));
+  return out;
 }
 
 // {"requests":..,"failures":{"rate_limit":..,...},"input_tokens":..,"output_tokens":..}
-std::string usage_json(const pool::UsageCounts& usage) {
-  std::string failures;
+Json usage_json(const pool::UsageCounts& usage) {
+  Json failures = Json::make_object();
   for (std::size_t i = 0; i < pool::k_failure_classes; ++i) {
-    failures += fmt::format(R"({}"{}":{})", i == 0 ? "" : ",",
-                            pool::to_string(static_cast<pool::FailureClass>(i)), usage.failures.at(i));
+    failures.add(pool::to_string(static_cast<pool::FailureClass>(i)),
+                 Json::make_number(usage.failures.at(i)));
   }
-  return fmt::format(R"({{"requests":{},"failures":{{{}}},"input_tokens":{},"output_tokens":{}}})",
-                     usage.requests, failures, usage.input_tokens, usage.output_tokens);
+  Json out;
+  out.add("requests", Json::make_number(usage.requests))
+      .add("failures", std::move(failures))
+      .add("input_tokens", Json::make_number(usage.input_tokens))
+      .add("output_tokens", Json::make_number(usage.output_tokens));
+  return out;
+}
+
+long long ms_until(util::TimePoint until, util::TimePoint now) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count();
 }
 
 // The models in trouble on one key: cooling, or past their cooldown and
 // waiting for (or running) the one probe that tells whether it is over.
-std::string models_json(const std::vector<pool::ModelHealth>& models, util::TimePoint now) {
-  std::string out = "[";
+Json models_json(const std::vector<pool::ModelHealth>& models, util::TimePoint now) {
+  Json out = Json::make_array();
   for (const pool::ModelHealth& m : models) {
     if (!m.cooled) {
       continue; // failures below the streak: nothing to show
     }
     bool cooling = m.cooling(now);
-    long long resumes_in_ms =
-        cooling ? std::chrono::duration_cast<std::chrono::milliseconds>(m.until - now).count() : 0;
-    out += fmt::format(R"({}{{"model":{},"state":"{}","until":{},"resumes_in_ms":{},"reason":{}}})",
-                       out.size() == 1 ? "" : ",", quoted(m.model),
-                       cooling ? "cooling" : m.probing ? "probing" : "recovering",
-                       cooling ? quoted(rfc3339_utc(m.until)) : "null", resumes_in_ms, quoted(m.reason));
+    Json model;
+    model.add("model", text(m.model))
+        .add("state", text(cooling     ? "cooling"
+                           : m.probing ? "probing"
+                                       : "recovering"))
+        .add("until", cooling ? text(rfc3339_utc(m.until)) : Json())
+        .add("resumes_in_ms", Json::make_number(cooling ? ms_until(m.until, now) : 0))
+        .add("reason", text(m.reason));
+    out.push_back(std::move(model));
   }
-  return out + "]";
+  return out;
 }
 
-std::string key_json(const pool::KeySnapshot& key, util::TimePoint now) {
+Json key_json(const pool::KeySnapshot& key, util::TimePoint now) {
   const pool::KeyHealth& h = key.health;
   bool cooling = h.state == pool::KeyState::cooling;
-  long long resumes_in_ms =
-      cooling ? std::chrono::duration_cast<std::chrono::milliseconds>(h.until - now).count() : 0;
-  return fmt::format(
-      R"({{"label":{},"fingerprint":{},"upstream":{},"state":"{}","until":{},"resumes_in_ms":{},)"
-      R"("reason":{},"ok":{},"err":{},"last_status":{},"in_flight":{},"today":{},"total":{},"models":{}}})",
-      quoted(key.label), quoted(key.fingerprint), quoted(key.upstream), pool::to_string(h.state),
-      cooling ? quoted(rfc3339_utc(h.until)) : "null", cooling ? std::max(0LL, resumes_in_ms) : 0,
-      h.reason.empty() ? "null" : quoted(h.reason), h.ok_count, h.error_count,
-      h.last_status == 0 ? "null" : std::to_string(h.last_status), h.in_flight, usage_json(h.today),
-      usage_json(h.total), models_json(h.models, now));
+  Json out;
+  out.add("label", text(key.label))
+      .add("fingerprint", text(key.fingerprint))
+      .add("upstream", text(key.upstream))
+      .add("state", text(pool::to_string(h.state)))
+      .add("until", cooling ? text(rfc3339_utc(h.until)) : Json())
+      .add("resumes_in_ms", Json::make_number(cooling ? std::max(0LL, ms_until(h.until, now)) : 0))
+      .add("reason", text_or_null(h.reason))
+      .add("ok", Json::make_number(h.ok_count))
+      .add("err", Json::make_number(h.error_count))
+      .add("last_status", h.last_status == 0 ? Json() : Json::make_number(h.last_status))
+      .add("in_flight", Json::make_number(h.in_flight))
+      .add("today", usage_json(h.today))
+      .add("total", usage_json(h.total))
+      .add("models", models_json(h.models, now));
+  return out;
 }
 
 const char* health_word(const std::vector<PoolReport>& pools) {
@@ -113,31 +139,47 @@ std::string rfc3339_utc(util::TimePoint t) {
 }
 
 std::string health_json(const std::vector<PoolReport>& pools) {
-  std::string out = fmt::format(R"({{"status":"{}","keys":{},"pools":[)", health_word(pools),
-                                counts_json(total_counts(pools)));
-  for (std::size_t i = 0; i < pools.size(); ++i) {
-    out += fmt::format(R"({}{{"name":{},"route":{},"status":"{}","keys":{}}})", i == 0 ? "" : ",",
-                       quoted(pools[i].name), quoted(pools[i].route),
-                       pools[i].counts.available > 0 ? "ok" : "unavailable", counts_json(pools[i].counts));
+  Json list = Json::make_array();
+  for (const PoolReport& pool : pools) {
+    Json entry;
+    entry.add("name", text(pool.name))
+        .add("route", text(pool.route))
+        .add("status", text(pool.counts.available > 0 ? "ok" : "unavailable"))
+        .add("keys", counts_json(pool.counts));
+    list.push_back(std::move(entry));
   }
-  return out + "]}";
+  Json out;
+  out.add("status", text(health_word(pools)))
+      .add("keys", counts_json(total_counts(pools)))
+      .add("pools", std::move(list));
+  return out.dump();
 }
 
 std::string status_json(const std::vector<PoolReport>& pools, util::TimePoint now, const InstanceInfo& info) {
-  std::string out = fmt::format(
-      R"({{"version":{},"pid":{},"generation":{},"listen":{},"config":{},"problem":{},"totals":{},"pools":[)",
-      quoted(k_version), info.pid, info.generation, quoted(info.listen), quoted(info.config_path),
-      info.problem.empty() ? "null" : quoted(info.problem), counts_json(total_counts(pools)));
-  for (std::size_t p = 0; p < pools.size(); ++p) {
-    const PoolReport& pool = pools[p];
-    out += fmt::format(R"({}{{"name":{},"route":{},"upstream":{},"totals":{},"keys":[)", p == 0 ? "" : ",",
-                       quoted(pool.name), quoted(pool.route), quoted(pool.upstream), counts_json(pool.counts));
-    for (std::size_t k = 0; k < pool.keys.size(); ++k) {
-      out += (k == 0 ? "" : ",") + key_json(pool.keys[k], now);
+  Json list = Json::make_array();
+  for (const PoolReport& pool : pools) {
+    Json keys = Json::make_array();
+    for (const pool::KeySnapshot& key : pool.keys) {
+      keys.push_back(key_json(key, now));
     }
-    out += "]}";
+    Json entry;
+    entry.add("name", text(pool.name))
+        .add("route", text(pool.route))
+        .add("upstream", text(pool.upstream))
+        .add("totals", counts_json(pool.counts))
+        .add("keys", std::move(keys));
+    list.push_back(std::move(entry));
   }
-  return out + "]}";
+  Json out;
+  out.add("version", text(k_version))
+      .add("pid", Json::make_number(info.pid))
+      .add("generation", Json::make_number(info.generation))
+      .add("listen", text(info.listen))
+      .add("config", text(info.config_path))
+      .add("problem", text_or_null(info.problem))
+      .add("totals", counts_json(total_counts(pools)))
+      .add("pools", std::move(list));
+  return out.dump();
 }
 
 } // namespace keyshim::server

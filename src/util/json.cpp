@@ -1,8 +1,8 @@
+// The Json value and its writer. Writing goes through nlohmann-json's
+// serializer, which escapes and checks UTF-8 the way every JSON reader expects.
 #include "util/json.hpp"
 
-#include "util/log.hpp"
-
-#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 
@@ -75,96 +75,87 @@ std::optional<std::string> Json::string_at(std::string_view name) const {
   return value->m_string;
 }
 
-void Json::push_back(Json item) {
+Json& Json::push_back(Json item) {
   if (is_null()) {
     m_type = Type::array;
   }
   if (is_array()) {
     m_items.push_back(std::move(item));
   }
+  return *this;
 }
 
-void Json::set(std::string name, Json value) {
+Json& Json::set(std::string name, Json value) {
+  if (is_object()) {
+    for (auto& [key, existing] : m_members) {
+      if (key == name) {
+        existing = std::move(value);
+        return *this;
+      }
+    }
+  }
+  return add(std::move(name), std::move(value));
+}
+
+Json& Json::add(std::string name, Json value) {
   if (is_null()) {
     m_type = Type::object;
   }
-  if (!is_object()) {
-    return;
+  if (is_object()) {
+    m_members.emplace_back(std::move(name), std::move(value));
   }
-  for (auto& [key, existing] : m_members) {
-    if (key == name) {
-      existing = std::move(value);
-      return;
-    }
-  }
-  m_members.emplace_back(std::move(name), std::move(value));
+  return *this;
 }
 
 namespace {
 
-void dump_into(const Json& json, std::string& out) {
+using Ordered = nlohmann::ordered_json;
+
+// Doubles hold every integer below 2^53 exactly; those print as integers.
+constexpr double k_max_exact_integer = 9007199254740992.0;
+
+Ordered to_nlohmann(const Json& json) {
   switch (json.type()) {
   case Json::Type::null:
-    out += "null";
-    return;
+    return nullptr;
   case Json::Type::boolean:
-    out += json.as_bool() ? "true" : "false";
-    return;
+    return json.as_bool();
   case Json::Type::number: {
     double value = json.as_number();
-    // JSON has no NaN or infinity; null is the conventional stand-in.
-    if (!std::isfinite(value)) {
-      out += "null";
-    } else if (value == std::trunc(value) && std::fabs(value) < 9e15) {
-      out += fmt::format("{}", static_cast<long long>(value));
-    } else {
-      out += fmt::format("{}", value);
+    if (std::trunc(value) == value && std::fabs(value) < k_max_exact_integer) {
+      return static_cast<std::int64_t>(value);
     }
-    return;
+    return value; // NaN and infinities dump as null
   }
   case Json::Type::string:
-    out += '"';
-    out += json_escape(json.as_string());
-    out += '"';
-    return;
+    return json.as_string();
   case Json::Type::array: {
-    out += '[';
-    bool first = true;
+    Ordered out = Ordered::array();
     for (const Json& item : json.items()) {
-      if (!first) {
-        out += ',';
-      }
-      first = false;
-      dump_into(item, out);
+      out.push_back(to_nlohmann(item));
     }
-    out += ']';
-    return;
+    return out;
   }
   case Json::Type::object: {
-    out += '{';
-    bool first = true;
+    Ordered out = Ordered::object();
+    // ordered_json's object is a vector of pairs; appending to it directly
+    // keeps duplicate names (as parsed) and skips a linear search per member.
+    auto& members = static_cast<Ordered::object_t::Container&>(out.get_ref<Ordered::object_t&>());
     for (const auto& [key, value] : json.members()) {
-      if (!first) {
-        out += ',';
-      }
-      first = false;
-      out += '"';
-      out += json_escape(key);
-      out += "\":";
-      dump_into(value, out);
+      members.emplace_back(key, to_nlohmann(value));
     }
-    out += '}';
-    return;
+    return out;
   }
   }
+  return nullptr;
 }
 
 } // namespace
 
 std::string Json::dump() const {
-  std::string out;
-  dump_into(*this, out);
-  return out;
+  // `replace` writes U+FFFD for invalid UTF-8 instead of throwing;
+  // ensure_ascii=false keeps valid UTF-8 as it is.
+  return to_nlohmann(*this).dump(-1, ' ', false, Ordered::error_handler_t::replace);
 }
 
 } // namespace keyshim::util

@@ -1,7 +1,15 @@
 #pragma once
-// A minimal JSON value, parser and writer: enough to read provider error
-// bodies and keyshim's own /status answer. Parsing never throws; bad input is
-// an error value.
+// keyshim's JSON value, reader and writer: provider error bodies, event
+// payloads and usage reports in; /status, /health, error bodies and JSON log
+// lines out. nlohmann-json does the reading and writing behind this header;
+// only src/util/ includes it.
+//
+// Reading never throws and is forgiving where one odd spot would otherwise
+// cost the whole document: a number beyond a double's range reads as the
+// largest double of its sign (one too small as 0), a lone UTF-16 surrogate
+// escape and invalid UTF-8 in a string read as U+FFFD. Writing never throws
+// and never emits invalid UTF-8: it is replaced by U+FFFD.
+#include <concepts>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -21,6 +29,10 @@ public:
   Json() = default;
   static Json make_bool(bool value);
   static Json make_number(double value);
+  // Counts and other integers (exact up to 2^53, like every JSON reader's).
+  template <std::integral T> static Json make_number(T value) {
+    return make_number(static_cast<double>(value));
+  }
   static Json make_string(std::string value);
   static Json make_array(Array items = {});
   static Json make_object(Object members = {});
@@ -45,11 +57,16 @@ public:
   // The string member `name`, or nullopt when absent or not a string.
   std::optional<std::string> string_at(std::string_view name) const;
 
-  // Appending to an array / object; a null value first becomes one.
-  void push_back(Json item);
-  void set(std::string name, Json value);
+  // Appending to an array / object; a null value first becomes one. set()
+  // replaces an existing member of that name; add() appends without looking
+  // (for building, where names are known to be distinct).
+  Json& push_back(Json item);
+  Json& set(std::string name, Json value);
+  Json& add(std::string name, Json value);
 
-  // Compact JSON text. Integral numbers print without a fraction.
+  // Compact JSON text: no spaces, members in order, integral numbers below
+  // 2^53 without a fraction, NaN and infinities as null, invalid UTF-8 as
+  // U+FFFD. Never throws (but for std::bad_alloc).
   std::string dump() const;
 
 private:
@@ -63,11 +80,12 @@ private:
 
 struct JsonError {
   std::size_t offset = 0; // byte offset of the problem in the input
-  std::string message;    // "unterminated string", "expected ':'"...
+  std::string message;    // "nesting too deep", "syntax error while parsing value - invalid literal"...
 };
 
-// Parse one JSON document (surrounding whitespace allowed). Nesting deeper
-// than `max_depth` is an error. nullopt on any error, described in `error`.
+// Parse one JSON document (surrounding whitespace allowed). More than
+// `max_depth` nested arrays and objects is an error (values are freed and
+// dumped recursively). nullopt on any error, described in `error`.
 std::optional<Json> parse_json(std::string_view text, JsonError* error = nullptr, int max_depth = 64);
 
 } // namespace keyshim::util

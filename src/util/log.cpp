@@ -27,6 +27,14 @@ const char* level_name(LogLevel level) {
   return "info";
 }
 
+// {"ts":..,"level":..}: the start of every JSON line.
+Json json_line(LogLevel level) {
+  Json line;
+  line.add("ts", Json::make_string(utc_timestamp()));
+  line.add("level", Json::make_string(level_name(level)));
+  return line;
+}
+
 } // namespace
 
 Logger& Logger::instance() {
@@ -44,14 +52,13 @@ void Logger::message(LogLevel level, std::string_view text) {
     return;
   }
   if (m_format == LogFormat::json) {
-    write(fmt::format(R"({{"ts":"{}","level":"{}","msg":"{}"}})", utc_timestamp(), level_name(level),
-                      json_escape(text)));
+    write(json_line(level).add("msg", Json::make_string(std::string(text))).dump());
   } else {
     write(fmt::format("{} {}: {}", utc_timestamp(), level_name(level), text));
   }
 }
 
-void Logger::record(LogLevel level, std::string_view text, const std::vector<LogField>& fields) {
+void Logger::record(LogLevel level, std::string_view text, const Json& fields) {
   if (!enabled(level)) {
     return;
   }
@@ -59,16 +66,11 @@ void Logger::record(LogLevel level, std::string_view text, const std::vector<Log
     write(fmt::format("{} {}", utc_timestamp(), text));
     return;
   }
-  std::string line = fmt::format(R"({{"ts":"{}","level":"{}")", utc_timestamp(), level_name(level));
-  for (const LogField& field : fields) {
-    if (field.number) {
-      line += fmt::format(R"(,"{}":{})", field.name, field.value);
-    } else {
-      line += fmt::format(R"(,"{}":"{}")", field.name, json_escape(field.value));
-    }
+  Json line = json_line(level);
+  for (const auto& [name, value] : fields.members()) {
+    line.add(name, value);
   }
-  line += '}';
-  write(std::move(line));
+  write(line.dump());
 }
 
 void Logger::write(std::string line) {
@@ -92,37 +94,6 @@ std::string utc_timestamp() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
   return fmt::format("{}.{:03}Z", buf, ms);
-}
-
-std::string json_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 2);
-  for (char c : text) {
-    switch (c) {
-    case '"':
-      out += "\\\"";
-      break;
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    case '\r':
-      out += "\\r";
-      break;
-    case '\t':
-      out += "\\t";
-      break;
-    default:
-      if (static_cast<unsigned char>(c) < 0x20) {
-        out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
-      } else {
-        out += c;
-      }
-    }
-  }
-  return out;
 }
 
 } // namespace keyshim::util

@@ -4,6 +4,8 @@
 //
 // Keys have no formatter (util::Secret), so nothing here can print one; the
 // relay also redacts key material echoed by upstreams before logging.
+#include "util/json.hpp"
+
 #include <fmt/format.h>
 
 #include <functional>
@@ -16,13 +18,6 @@ namespace keyshim::util {
 
 enum class LogLevel { error = 0, warn = 1, info = 2, debug = 3 };
 enum class LogFormat { text, json };
-
-// A named value of a structured record. `number` values are written bare in JSON.
-struct LogField {
-  std::string name;
-  std::string value;
-  bool number = false;
-};
 
 class Logger {
 public:
@@ -40,8 +35,9 @@ public:
   // A free-form message: "TS warn: text" or {"ts":..,"level":..,"msg":..}.
   void message(LogLevel level, std::string_view text);
 
-  // A structured record. Text form: "TS <text>"; JSON form: the fields.
-  void record(LogLevel level, std::string_view text, const std::vector<LogField>& fields);
+  // A structured record. Text form: "TS <text>"; JSON form: "ts" and
+  // "level", then the members of the object `fields`.
+  void record(LogLevel level, std::string_view text, const Json& fields);
 
 private:
   void write(std::string line);
@@ -53,8 +49,6 @@ private:
 
 // "2026-11-29T21:40:01.123Z" for now.
 std::string utc_timestamp();
-// Escape for inclusion inside a JSON string literal.
-std::string json_escape(std::string_view text);
 
 template <typename... Args> void log(LogLevel level, fmt::format_string<Args...> format, Args&&... args) {
   Logger& logger = Logger::instance();

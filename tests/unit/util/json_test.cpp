@@ -1,8 +1,10 @@
-// The small JSON reader/writer used for /status and provider error bodies.
+// util::Json, its reader and writer (nlohmann-json behind util/json.hpp):
+// provider bodies in, /status, error bodies and log lines out.
 #include "util/json.hpp"
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 
 namespace keyshim::util {
@@ -89,15 +91,11 @@ TEST(Json, RejectsMalformedInput) {
                            "\"unterminated",
                            "\"bad \\x escape\"",
                            "\"\\u12\"",
-                           "\"\\ud83d\"",
-                           "\"\\ude00\"",
-                           "\"\\ud83d\\u0041\"",
                            "\"tab\there\"",
                            "{} extra",
                            "[1]]",
                            "NaN",
                            "Infinity",
-                           "1e999",
                            "'single'"}) {
     JsonError error;
     EXPECT_FALSE(parse_json(text, &error)) << text;
@@ -109,7 +107,7 @@ TEST(Json, ReportsWhereTheProblemIs) {
   JsonError error;
   EXPECT_FALSE(parse_json(R"({"a": 1, "b": x})", &error));
   EXPECT_EQ(error.offset, 14u);
-  EXPECT_EQ(error.message, "expected a value");
+  EXPECT_EQ(error.message, "syntax error while parsing value - invalid literal");
 }
 
 TEST(Json, EnforcesTheDepthLimit) {
@@ -122,11 +120,25 @@ TEST(Json, EnforcesTheDepthLimit) {
   std::string ok(64, '[');
   ok += std::string(64, ']');
   EXPECT_TRUE(parse_json(ok));
+  EXPECT_FALSE(parse_json("[" + ok + "]"));
+}
+
+TEST(Json, ReportsWhereNestingGetsTooDeep) {
+  std::string deep = R"({"a":"[[[[","b":)" + std::string(3, '[') + std::string(3, ']') + "}";
+  JsonError error;
+  EXPECT_FALSE(parse_json(deep, &error, 2));
+  EXPECT_EQ(error.message, "nesting too deep");
+  EXPECT_EQ(error.offset, deep.find('[', 12) + 1); // brackets in a string do not count
 }
 
 TEST(Json, HugeNestingDoesNotCrash) {
   std::string deep(100000, '[');
   EXPECT_FALSE(parse_json(deep));
+  std::string objects;
+  for (int i = 0; i < 100000; ++i) {
+    objects += R"({"a":)";
+  }
+  EXPECT_FALSE(parse_json(objects + "1" + std::string(100000, '}')));
 }
 
 TEST(Json, TypeMismatchesReturnFallbacks) {
@@ -175,6 +187,69 @@ TEST(Json, ControlCharactersAreEscapedOnOutput) {
   std::optional<Json> back = parse_json(json.dump());
   ASSERT_TRUE(back);
   EXPECT_EQ(back->as_string(), std::string("a\x01z", 3));
+}
+
+// Found by probing the hand-written reader: each of these cost the whole
+// document, so one odd value in a usage report or error body hid the rest.
+TEST(Json, NumbersBeyondADoubleClampInsteadOfRejectingTheDocument) {
+  Json json =
+      parse_ok(R"({"big":1e400,"small":-1E+999,"digits":)" + std::string(400, '9') + R"(,"after":2})");
+  EXPECT_EQ(json.find("big")->as_number(), std::numeric_limits<double>::max());
+  EXPECT_EQ(json.find("small")->as_number(), std::numeric_limits<double>::lowest());
+  EXPECT_EQ(json.find("digits")->as_number(), std::numeric_limits<double>::max());
+  EXPECT_EQ(json.find("after")->as_number(), 2);
+  EXPECT_EQ(parse_ok("[1e400]").dump(), "[1.7976931348623157e+308]");
+}
+
+TEST(Json, NumbersTooSmallForADoubleReadAsZero) {
+  EXPECT_EQ(parse_ok("1e-400").as_number(), 0);
+  EXPECT_EQ(parse_ok(R"({"a":[-1e-400,0.5]})").find("a")->items()[1].as_number(), 0.5);
+}
+
+TEST(Json, LoneSurrogatesBecomeTheReplacementCharacter) {
+  const std::string fffd = "\xEF\xBF\xBD";
+  EXPECT_EQ(parse_ok(R"("a\ud800b")").as_string(), "a" + fffd + "b");
+  EXPECT_EQ(parse_ok(R"("\udc00")").as_string(), fffd);
+  EXPECT_EQ(parse_ok(R"("\ud83d\u0041")").as_string(), fffd + "A");
+  EXPECT_EQ(parse_ok(R"("\ud83d\ud83d\ude00")").as_string(), fffd + "\xF0\x9F\x98\x80");
+  // An escaped backslash before "ud800" is no escape; a pair stays a pair.
+  Json json = parse_ok(R"(["\\ud800","\ud83d\ude00","\ud800",1e400])");
+  EXPECT_EQ(json.items()[0].as_string(), "\\ud800");
+  EXPECT_EQ(json.items()[1].as_string(), "\xF0\x9F\x98\x80");
+  EXPECT_EQ(json.items()[2].as_string(), fffd);
+  EXPECT_EQ(json.items()[3].as_number(), std::numeric_limits<double>::max());
+}
+
+TEST(Json, InvalidUtf8InAStringIsReplacedOnRead) {
+  Json json = parse_ok("{\"msg\":\"caf\xE9 \xFF\",\"n\":1}");
+  EXPECT_EQ(json.string_at("msg"), "caf\xEF\xBF\xBD \xEF\xBF\xBD");
+  EXPECT_EQ(json.find("n")->as_number(), 1);
+}
+
+TEST(Json, ErrorsAfterARepairPointIntoTheOriginalText) {
+  std::string text = "[\"\xFF\xFF\xFF\", 1e400, x]";
+  JsonError error;
+  EXPECT_FALSE(parse_json(text, &error));
+  EXPECT_EQ(error.offset, text.find('x'));
+}
+
+TEST(Json, DumpReplacesInvalidUtf8) {
+  Json json;
+  json.set("a\xFF", Json::make_string("b\xC3(\xF0\x9F"));
+  std::string text = json.dump();
+  EXPECT_EQ(text, "{\"a\xEF\xBF\xBD\":\"b\xEF\xBF\xBD(\xEF\xBF\xBD\"}");
+  EXPECT_TRUE(parse_json(text));
+}
+
+TEST(Json, DumpWritesNonFiniteNumbersAsNull) {
+  Json list = Json::make_array({Json::make_number(std::numeric_limits<double>::infinity()),
+                                Json::make_number(std::numeric_limits<double>::quiet_NaN()),
+                                Json::make_number(-0.0), Json::make_number(1e20), Json::make_number(0.1)});
+  EXPECT_EQ(list.dump(), "[null,null,0,1e+20,0.1]");
+}
+
+TEST(Json, DumpKeepsParsedDuplicateNamesInOrder) {
+  EXPECT_EQ(parse_ok(R"({"b":1,"a":2,"b":3})").dump(), R"({"b":1,"a":2,"b":3})");
 }
 
 } // namespace

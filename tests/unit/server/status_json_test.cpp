@@ -1,0 +1,102 @@
+// The bodies of GET /status and GET /health, byte for byte: `keyshim status`,
+// `keyshim reload`, the demo and people's scripts read this shape.
+#include "server/status_json.hpp"
+
+#include "keyshim/version.hpp"
+#include "util/json.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+namespace keyshim::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+const util::TimePoint k_now = std::chrono::system_clock::from_time_t(1'800'000'000);
+
+pool::KeySnapshot key(std::string label, pool::KeyState state) {
+  pool::KeySnapshot snapshot;
+  snapshot.label = std::move(label);
+  snapshot.fingerprint = "sk-...Wq9z";
+  snapshot.upstream = "https://api.openai.com/v1";
+  snapshot.health.state = state;
+  return snapshot;
+}
+
+// "team" cooling 20 s with one model cooling and one waiting for its probe;
+// "old" disabled with a reason that needs escaping.
+std::vector<PoolReport> reports() {
+  pool::KeySnapshot team = key("team", pool::KeyState::cooling);
+  team.health.until = k_now + 20s;
+  team.health.reason = "429 Retry-After";
+  team.health.ok_count = 2;
+  team.health.error_count = 3;
+  team.health.last_status = 429;
+  team.health.in_flight = 1;
+  team.health.total.requests = 5;
+  team.health.total.failures = {2, 0, 0, 1, 0};
+  team.health.total.input_tokens = 1200;
+  team.health.total.output_tokens = 310;
+  team.health.today.requests = 1;
+  pool::ModelHealth cooling;
+  cooling.model = "gpt-4o";
+  cooling.cooled = true;
+  cooling.until = k_now + 7500ms;
+  cooling.reason = "429";
+  pool::ModelHealth probing = cooling;
+  probing.model = "o1";
+  probing.until = k_now - 1s;
+  probing.probing = true;
+  pool::ModelHealth calm;
+  calm.model = "gpt-4o-mini";
+  team.health.models = {cooling, probing, calm};
+  pool::KeySnapshot old = key("old", pool::KeyState::disabled);
+  old.health.reason = "401 \"invalid\\key\"\n";
+  return {PoolReport{"default", "/", "https://api.openai.com/v1", {team, old}, {2, 0, 1, 1}}};
+}
+
+TEST(StatusJson, StatusHasThePinnedShape) {
+  InstanceInfo info{4242, 3, "/home/u/keys.toml", "", "127.0.0.1:8787"};
+  std::string usage_zero =
+      R"({"requests":0,"failures":{"rate_limit":0,"auth":0,"quota":0,"server":0,"transport":0},)"
+      R"("input_tokens":0,"output_tokens":0})";
+  std::string expected = fmt::format(
+      R"({{"version":"{}","pid":4242,"generation":3,"listen":"127.0.0.1:8787","config":"/home/u/keys.toml",)"
+      R"("problem":null,"totals":{{"total":2,"available":0,"cooling":1,"disabled":1}},"pools":[{{"name":"default",)"
+      R"("route":"/","upstream":"https://api.openai.com/v1","totals":{{"total":2,"available":0,"cooling":1,)"
+      R"("disabled":1}},"keys":[{{"label":"team","fingerprint":"sk-...Wq9z","upstream":"https://api.openai.com/v1",)"
+      R"("state":"cooling","until":"2027-01-15T08:00:20Z","resumes_in_ms":20000,"reason":"429 Retry-After",)"
+      R"("ok":2,"err":3,"last_status":429,"in_flight":1,"today":{{"requests":1,"failures":{{"rate_limit":0,)"
+      R"("auth":0,"quota":0,"server":0,"transport":0}},"input_tokens":0,"output_tokens":0}},)"
+      R"("total":{{"requests":5,"failures":{{"rate_limit":2,"auth":0,"quota":0,"server":1,)"
+      R"("transport":0}},"input_tokens":1200,"output_tokens":310}},"models":[{{"model":"gpt-4o","state":"cooling",)"
+      R"("until":"2027-01-15T08:00:07Z","resumes_in_ms":7500,"reason":"429"}},{{"model":"o1","state":"probing",)"
+      R"("until":null,"resumes_in_ms":0,"reason":"429"}}]}},{{"label":"old","fingerprint":"sk-...Wq9z",)"
+      R"("upstream":"https://api.openai.com/v1","state":"disabled","until":null,"resumes_in_ms":0,)"
+      R"("reason":"401 \"invalid\\key\"\n","ok":0,"err":0,"last_status":null,"in_flight":0,"today":{},)"
+      R"("total":{},"models":[]}}]}}]}})",
+      k_version, usage_zero, usage_zero);
+  EXPECT_EQ(status_json(reports(), k_now, info), expected);
+}
+
+TEST(StatusJson, ProblemIsAStringWhenThePoolFileIsUnusable) {
+  InstanceInfo info{1, 0, "/k.toml", "keys.toml:3:1: unknown setting \"x\"", "127.0.0.1:1"};
+  std::optional<util::Json> json = util::parse_json(status_json({}, k_now, info));
+  ASSERT_TRUE(json);
+  EXPECT_EQ(json->string_at("problem"), "keys.toml:3:1: unknown setting \"x\"");
+  EXPECT_TRUE(json->find("pools")->is_array());
+  EXPECT_TRUE(json->find("pools")->items().empty());
+}
+
+TEST(StatusJson, InvalidUtf8InALabelIsReplacedNotEmitted) {
+  std::vector<PoolReport> pools = reports();
+  pools[0].keys[0].label = "te\xFFm";
+  std::string text = status_json(pools, k_now, InstanceInfo{});
+  EXPECT_EQ(text.find('\xFF'), std::string::npos);
+  EXPECT_NE(text.find("\"te\xEF\xBF\xBDm\""), std::string::npos);
+  EXPECT_TRUE(util::parse_json(text));
+}
+
+} // namespace
+} // namespace keyshim::server
