@@ -63,6 +63,9 @@ install(FILES ${KEYSHIM_LAUNCHD_PLIST} DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/keys.example.toml ${PROJECT_SOURCE_DIR}/README.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR} OPTIONAL)
 
+# The man pages and the shell completions.
+include(${CMAKE_CURRENT_LIST_DIR}/Docs.cmake)
+
 # --- CPack -------------------------------------------------------------------
 set(KEYSHIM_PACKAGE_MAINTAINER "keyshim maintainers <maintainers@keyshim.invalid>" CACHE STRING
     "Maintainer field of the .deb")

@@ -1,7 +1,7 @@
 # ctest script (tests/CMakeLists.txt, test "packaging"): install the built
 # tree into a scratch prefix and build the packages, then check each holds
-# the binary, the systemd user units (service and socket) and the example pool file where a
-# distribution package would put them.
+# the binary, the systemd user units (service and socket), the example pool file,
+# the man pages and the shell completions where a distribution package would put them.
 #
 #   cmake -DBUILD_DIR=... -DWORK_DIR=... -DCPACK_COMMAND=... -P check_packages.cmake
 #
@@ -30,6 +30,10 @@ function(expect_listed listing expected what)
   endforeach()
 endfunction()
 
+# packaging/Docs.cmake: the man pages and completions, relative to the prefix.
+set(docs share/man/man1/keyshim.1 share/man/man5/keyshim-pool.5 share/bash-completion/completions/keyshim
+         share/zsh/vendor-completions/_keyshim share/fish/vendor_completions.d/keyshim.fish)
+
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 
@@ -37,8 +41,7 @@ file(MAKE_DIRECTORY ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 foreach(file bin/keyshim lib/systemd/user/keyshim.service lib/systemd/user/keyshim.socket
-             share/doc/keyshim/keys.example.toml
-             share/doc/keyshim/dev.keyshim.plist)
+             share/doc/keyshim/keys.example.toml share/doc/keyshim/dev.keyshim.plist ${docs})
   if(NOT EXISTS ${prefix}/${file})
     message(FATAL_ERROR "cmake --install did not install ${file}")
   endif()
@@ -55,7 +58,8 @@ run(${CPACK_COMMAND} -G TGZ --config ${BUILD_DIR}/CPackConfig.cmake -B ${package
 file(GLOB tarball ${packages}/*.tar.gz)
 run(${CMAKE_COMMAND} -E tar tf ${tarball})
 execute_process(COMMAND ${CMAKE_COMMAND} -E tar tf ${tarball} OUTPUT_VARIABLE listing)
-expect_listed("${listing}" "/bin/keyshim;/lib/systemd/user/keyshim.service;/lib/systemd/user/keyshim.socket;/share/doc/keyshim/keys.example.toml;/share/doc/keyshim/dev.keyshim.plist"
+list(TRANSFORM docs PREPEND / OUTPUT_VARIABLE tarball_docs)
+expect_listed("${listing}" "/bin/keyshim;/lib/systemd/user/keyshim.service;/lib/systemd/user/keyshim.socket;/share/doc/keyshim/keys.example.toml;/share/doc/keyshim/dev.keyshim.plist;${tarball_docs}"
               ${tarball})
 message(STATUS "${tarball}: ok")
 
@@ -69,7 +73,8 @@ endif()
 run(${CPACK_COMMAND} -G DEB --config ${BUILD_DIR}/CPackConfig.cmake -B ${packages})
 file(GLOB deb ${packages}/*.deb)
 execute_process(COMMAND ${DPKG_DEB} -c ${deb} OUTPUT_VARIABLE listing)
-expect_listed("${listing}" "./usr/bin/keyshim;./usr/lib/systemd/user/keyshim.service;./usr/lib/systemd/user/keyshim.socket;./usr/share/doc/keyshim/keys.example.toml"
+list(TRANSFORM docs PREPEND ./usr/ OUTPUT_VARIABLE deb_docs)
+expect_listed("${listing}" "./usr/bin/keyshim;./usr/lib/systemd/user/keyshim.service;./usr/lib/systemd/user/keyshim.socket;./usr/share/doc/keyshim/keys.example.toml;${deb_docs}"
               ${deb})
 execute_process(COMMAND ${DPKG_DEB} -f ${deb} Depends Section Maintainer OUTPUT_VARIABLE control)
 expect_listed("${control}" "libc6;libfmt9;Section: utils" "${deb} control")

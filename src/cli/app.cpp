@@ -1,21 +1,19 @@
 #include "cli/app.hpp"
 
 #include "cli/commands.hpp"
+#include "cli/help_facts.hpp"
 #include "config/paths.hpp"
 #include "keyshim/version.hpp"
 
 #include <fmt/format.h>
 
 #include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace keyshim::cli {
 namespace {
-
-constexpr const char* k_footer = R"(Exit codes: 0 ok, 1 bad configuration or runtime failure, 2 usage error.
-Pool file: -c FILE, else $KEYSHIM_CONFIG, else $XDG_CONFIG_HOME/keyshim/keys.toml,
-else ~/.config/keyshim/keys.toml.)";
 
 std::string version_text() {
   std::string text = fmt::format("keyshim {}", k_version);
@@ -28,25 +26,34 @@ std::string version_text() {
 } // namespace
 
 CLI::Option* add_config_option(CLI::App& app, std::string& path) {
-  return app.add_option("-c,--config", path,
-                        "pool file (default: $KEYSHIM_CONFIG, else "
-                        "$XDG_CONFIG_HOME/keyshim/keys.toml, else ~/.config/keyshim/keys.toml)");
+  return app
+      .add_option("-c,--config", path, fmt::format("pool file (default: {})", config::k_default_config_rule))
+      ->type_name("FILE");
 }
 
 std::string resolve_config_path(const std::string& flag_value) {
   return flag_value.empty() ? config::default_config_path() : flag_value;
 }
 
-int run(int argc, char** argv) {
-  CLI::App app{"keyshim: one local base URL for a pool of LLM API keys, with failover", "keyshim"};
-  app.footer(k_footer);
+Cli make_cli() {
+  Cli cli;
+  cli.app = std::make_unique<CLI::App>(
+      "keyshim: one local base URL for a pool of LLM API keys, with failover", "keyshim");
+  CLI::App& app = *cli.app;
+  app.footer(help_footer());
   app.set_version_flag("--version", version_text());
   app.require_subcommand(1);
-
-  std::vector<Subcommand> commands = {
+  cli.commands = {
       add_serve(app), add_check(app),  add_init(app),   add_service(app), add_env(app),
       add_run(app),   add_status(app), add_reload(app), add_demo(app),
   };
+  return cli;
+}
+
+int run(int argc, char** argv) {
+  Cli cli = make_cli();
+  CLI::App& app = *cli.app;
+  std::vector<Subcommand>& commands = cli.commands;
 
   try {
     app.parse(argc, argv);

@@ -4,6 +4,9 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <memory>
+#include <string>
+#include <vector>
 
 namespace keyshim::cli {
 
@@ -11,6 +14,15 @@ struct Subcommand {
   CLI::App* app = nullptr;
   std::function<int()> run; // called after a successful parse when `app` was chosen
 };
+
+// keyshim's whole command line: its options, help text and every subcommand.
+// run() parses with it; keyshim_docgen walks it for the man page and the
+// shell completions, so they cannot drift from what keyshim accepts.
+struct Cli {
+  std::unique_ptr<CLI::App> app;
+  std::vector<Subcommand> commands;
+};
+Cli make_cli();
 
 Subcommand add_check(CLI::App& parent);
 Subcommand add_init(CLI::App& parent);

@@ -320,7 +320,8 @@ Subcommand add_demo(CLI::App& parent) {
               "to show failover; serves until Ctrl-C");
   app->add_option("--listen", flags->listen,
                   "ADDR:PORT for the demo keyshim (default " + std::string(k_default_listen) +
-                      "; a free port when it is taken)");
+                      "; a free port when it is taken)")
+      ->type_name("ADDR:PORT");
   app->add_flag("--once", flags->once,
                 "exit after showing the failover instead of serving (for scripts and CI)");
   return {app, [flags] { return run_demo(*flags); }};

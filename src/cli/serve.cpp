@@ -124,7 +124,8 @@ Subcommand add_serve(CLI::App& parent) {
   auto flags = std::make_shared<ServeFlags>();
   CLI::App* app = parent.add_subcommand("serve", "run keyshim in the foreground, logging to stderr");
   add_config_option(*app, flags->config);
-  app->add_option("--listen", flags->listen, "ADDR:PORT to listen on (loopback only; overrides the file)");
+  app->add_option("--listen", flags->listen, "ADDR:PORT to listen on (loopback only; overrides the file)")
+      ->type_name("ADDR:PORT");
   app->add_option("--log-format", flags->log_format, "text or json")->check(CLI::IsMember({"text", "json"}));
   auto* verbose = app->add_flag("-v,--verbose", flags->verbose, "debug logging");
   app->add_flag("-q,--quiet", flags->quiet, "warnings and errors only")->excludes(verbose);

@@ -75,7 +75,8 @@ Subcommand add_status(CLI::App& parent) {
   add_config_option(*app, flags->config);
   app->add_option("--listen", flags->listen,
                   "ADDR:PORT of the instance to ask (default: the pool file's [server] listen, else " +
-                      std::string(k_default_listen) + ")");
+                      std::string(k_default_listen) + ")")
+      ->type_name("ADDR:PORT");
   app->add_flag("--json", flags->json, "print the /status answer as received, for scripts");
   return {app, [flags] { return run_status(*flags); }};
 }

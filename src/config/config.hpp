@@ -4,6 +4,7 @@
 #include "config/proxy.hpp"
 #include "util/secret.hpp"
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -101,6 +102,11 @@ struct KeyConfig {
 // The name under which logs and status show the pool of the top-level
 // [upstream] and [[keys]]; no [pools.NAME] may take it.
 inline constexpr std::string_view k_default_pool_name = "default";
+
+// Names no [pools.NAME] may take: the default pool's, and keyshim's own
+// endpoints, which a pool at /NAME would shadow.
+inline constexpr std::array<std::string_view, 4> k_reserved_pool_names = {k_default_pool_name, "health",
+                                                                          "status", "metrics"};
 
 // One upstream API and its keys. Requests for /NAME/... go to pool NAME with
 // the prefix removed; the default pool serves every other path.

@@ -1,7 +1,13 @@
 #pragma once
 #include <string>
+#include <string_view>
 
 namespace keyshim::config {
+
+// Where keyshim looks for the pool file when no -c FILE is given, as --help
+// and the man pages say it; default_config_path() follows it.
+inline constexpr std::string_view k_default_config_rule =
+    "$KEYSHIM_CONFIG, else $XDG_CONFIG_HOME/keyshim/keys.toml, else ~/.config/keyshim/keys.toml";
 
 // $KEYSHIM_CONFIG, else $XDG_CONFIG_HOME/keyshim/keys.toml, else ~/.config/keyshim/keys.toml.
 std::string default_config_path();

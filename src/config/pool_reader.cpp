@@ -35,7 +35,7 @@ std::string sections_holding(std::string_view name) {
 // request paths, so it is kept to characters that need no escaping.
 std::string pool_name_problem(std::string_view name) {
   constexpr std::size_t k_longest = 64;
-  if (name == k_default_pool_name || name == "health" || name == "status" || name == "metrics") {
+  if (std::find(k_reserved_pool_names.begin(), k_reserved_pool_names.end(), name) != k_reserved_pool_names.end()) {
     return fmt::format("\"{}\" is reserved (it would shadow /{}); choose another pool name", name, name);
   }
   bool first_ok = !name.empty() && (std::islower(static_cast<unsigned char>(name[0])) ||
