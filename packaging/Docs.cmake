@@ -17,10 +17,21 @@ add_custom_command(OUTPUT ${keyshim_docs_outputs}
                    DEPENDS keyshim_docgen
                    COMMENT "Writing the man pages and shell completions"
                    VERBATIM)
-add_custom_target(keyshim_docs ALL DEPENDS ${keyshim_docs_outputs})
+# Installed compressed, as Debian policy (12.1) asks of man pages; -n keeps the
+# name and time stamp out, so the same page gives the same bytes.
+set(keyshim_man_gz)
+foreach(page keyshim.1 keyshim-pool.5)
+  add_custom_command(OUTPUT ${KEYSHIM_DOCS_DIR}/${page}.gz
+                     COMMAND sh -c "gzip -9nc '${page}' > '${page}.gz'"
+                     DEPENDS ${KEYSHIM_DOCS_DIR}/${page}
+                     WORKING_DIRECTORY ${KEYSHIM_DOCS_DIR}
+                     VERBATIM)
+  list(APPEND keyshim_man_gz ${KEYSHIM_DOCS_DIR}/${page}.gz)
+endforeach()
+add_custom_target(keyshim_docs ALL DEPENDS ${keyshim_docs_outputs} ${keyshim_man_gz})
 
-install(FILES ${KEYSHIM_DOCS_DIR}/keyshim.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
-install(FILES ${KEYSHIM_DOCS_DIR}/keyshim-pool.5 DESTINATION ${CMAKE_INSTALL_MANDIR}/man5)
+install(FILES ${KEYSHIM_DOCS_DIR}/keyshim.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES ${KEYSHIM_DOCS_DIR}/keyshim-pool.5.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man5)
 # Where Debian's bash-completion, zsh and fish look for a package's completions.
 install(FILES ${KEYSHIM_DOCS_DIR}/keyshim.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
         RENAME keyshim)

@@ -31,7 +31,7 @@ function(expect_listed listing expected what)
 endfunction()
 
 # packaging/Docs.cmake: the man pages and completions, relative to the prefix.
-set(docs share/man/man1/keyshim.1 share/man/man5/keyshim-pool.5 share/bash-completion/completions/keyshim
+set(docs share/man/man1/keyshim.1.gz share/man/man5/keyshim-pool.5.gz share/bash-completion/completions/keyshim
          share/zsh/vendor-completions/_keyshim share/fish/vendor_completions.d/keyshim.fish)
 
 file(REMOVE_RECURSE ${WORK_DIR})
