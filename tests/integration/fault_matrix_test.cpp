@@ -2,6 +2,7 @@
 // reset right after the head, a reset or a short body or a broken chunk
 // mid-body, every retry-hint shape of a 429, a 5xx streak, and a client that
 // hangs up while its body is still uploading.
+#include "policy/retry_hints.hpp"
 #include "support/http_fake_upstream.hpp"
 #include "support/http_raw_client.hpp"
 #include "support/http_shim.hpp"
@@ -11,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <ctime>
 
 namespace keyshim::test {
@@ -184,6 +186,14 @@ std::vector<HintShape> hint_shapes() {
        R"({"error":{"message":"Rate limit reached. Please retry in 120s."}})",
        "429 body hint",
        120},
+      {"daily_quota",
+       {},
+       R"({"error":{"message":"daily quota exhausted"}})",
+       "429 daily quota",
+       std::min<long long>(
+           3600, std::chrono::duration_cast<std::chrono::seconds>(
+                     policy::next_daily_reset(util::system_clock().now()) - util::system_clock().now())
+                     .count())},
       {"no_hint", {}, err, "429", 60},
   };
 }
@@ -206,7 +216,7 @@ TEST_P(RateLimitHints, CoolTheKeyForTheHintCappedAndTheNextKeyServes) {
   EXPECT_LE(left, shape.seconds + 1) << shape.name;
 }
 
-INSTANTIATE_TEST_SUITE_P(FaultMatrix, RateLimitHints, ::testing::Range(0, 10),
+INSTANTIATE_TEST_SUITE_P(FaultMatrix, RateLimitHints, ::testing::Range(0, 11),
                          [](const ::testing::TestParamInfo<int>& p) {
                            return std::string(hint_shapes().at(static_cast<std::size_t>(p.param)).name);
                          });
