@@ -162,10 +162,31 @@ std::vector<Condition> conditions() {
 
 const std::string k_body = R"({"model":"m","stream":true,"messages":[]})";
 
-std::string request_head() {
-  return "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-         "Content-Length: " +
-         std::to_string(k_body.size()) + "\r\n\r\n";
+// `expect`: ask for 100 Continue, whose arrival shows that keyshim has read
+// the head and is reading the body (the upload is under way, not queued).
+std::string request_head(bool expect = false) {
+  return "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+         std::string(expect ? "Expect: 100-continue\r\n" : "") +
+         "Content-Length: " + std::to_string(k_body.size()) + "\r\n\r\n";
+}
+
+// The final answer, after any 100 Continue: complete, or cut by a close
+// (never left hanging).
+RawResponse read_answer(RawConnection& conn) {
+  auto start = [&] {
+    const std::string& got = conn.received();
+    return got.rfind("HTTP/1.1 100 ", 0) == 0 ? got.find("\r\n\r\n") + 4 : std::size_t{0};
+  };
+  for (int i = 0; i < 1000 && !parse_response(conn.received().substr(start())).complete; ++i) {
+    if (!conn.read_more(20s)) {
+      break; // closed, or silent for 20 s
+    }
+  }
+  RawResponse res = parse_response(conn.received().substr(start()));
+  if (!res.complete) {
+    EXPECT_TRUE(conn.read_to_close(1s)) << "an incomplete answer must end with a close";
+  }
+  return res;
 }
 
 class FaultSignals : public ::testing::TestWithParam<std::tuple<int, int>> {
@@ -187,7 +208,8 @@ protected:
   // Sends the request and waits until the condition's moment has come.
   bool reach(const Condition& c, RawConnection& conn) {
     if (c.moment == Moment::uploading) {
-      return conn.send(request_head() + k_body.substr(0, k_body.size() / 2));
+      return conn.send(request_head(true)) && conn.read_until("100 Continue\r\n\r\n") &&
+             conn.send(k_body.substr(0, k_body.size() / 2));
     }
     conn.send(request_head() + k_body);
     if (c.moment == Moment::mid_stream) {
@@ -223,10 +245,7 @@ protected:
       }
       return;
     }
-    if (!conn.read_response(20s)) {
-      EXPECT_TRUE(conn.read_to_close(20s)) << "an incomplete answer must end with a close";
-    }
-    RawResponse res = parse_response(conn.received());
+    RawResponse res = read_answer(conn);
     EXPECT_EQ(res.status, 200) << conn.received();
     if (c.expect == Expect::complete) {
       EXPECT_TRUE(res.complete) << conn.received();
