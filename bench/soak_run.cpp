@@ -218,6 +218,39 @@ bool write_pool_file(const RunOptions& opt, int generation) {
   return ok;
 }
 
+namespace {
+
+void print_summary(const RunOptions& opt, const Stats& warm, const Stats& stats, Sample start, Sample end) {
+  auto count = [](std::uint64_t n) { return static_cast<unsigned long long>(n); };
+  std::printf("soak summary (%d s of load, %d clients, seed %llu, %llu reloads)\n", opt.load_seconds,
+              opt.concurrency, count(opt.seed), count(stats.reloads.load()));
+  std::printf("  streams completed byte-identical   %llu\n", count(stats.count(Outcome::completed)));
+  std::printf("  streams broken as expected         %llu\n", count(stats.count(Outcome::broken_expected)));
+  std::printf("  error statuses before commit       %llu\n", count(stats.count(Outcome::error_status)));
+  std::printf("  client hang-ups                    %llu\n", count(stats.count(Outcome::hung_up)));
+  std::printf("  violations (incl. warm-up)         %llu\n",
+              count(stats.count(Outcome::violation) + warm.count(Outcome::violation)));
+  std::printf("  body bytes received                %llu\n", count(stats.bytes.load()));
+  std::printf("  keyshim RSS KiB start/end          %lld / %lld (tolerance +%lld)\n", start.rss_kib,
+              end.rss_kib, opt.rss_tolerance_kib);
+  std::printf("  keyshim open fds start/end         %lld / %lld\n", start.fds, end.fds);
+  std::printf("  statuses seen                     ");
+  for (int s = 0; s < 600; ++s) {
+    if (stats.statuses[s] > 0) {
+      std::printf(" %d:%llu", s, count(stats.statuses[s].load()));
+    }
+  }
+  std::printf("\n");
+  for (const auto& d : warm.details) {
+    std::printf("  VIOLATION (warm-up) %s\n", d.c_str());
+  }
+  for (const auto& d : stats.details) {
+    std::printf("  VIOLATION %s\n", d.c_str());
+  }
+}
+
+} // namespace
+
 int run_soak(const RunOptions& opt) {
   Stats warm;
   Stats stats;
@@ -232,42 +265,14 @@ int run_soak(const RunOptions& opt) {
   Load(opt, stats).run(opt.load_seconds, next_id, generation);
   Sample end = quiet_sample(opt, generation, next_id);
   bool alive = ::kill(opt.pid, 0) == 0;
-  std::uint64_t violations = stats.count(Outcome::violation) + warm.count(Outcome::violation);
-  std::printf("soak summary (%d s of load, %d clients, seed %llu, %llu reloads)\n", opt.load_seconds,
-              opt.concurrency, static_cast<unsigned long long>(opt.seed),
-              static_cast<unsigned long long>(stats.reloads.load()));
-  std::printf("  streams completed byte-identical   %llu\n",
-              (unsigned long long)stats.count(Outcome::completed));
-  std::printf("  streams broken as expected         %llu\n",
-              (unsigned long long)stats.count(Outcome::broken_expected));
-  std::printf("  error statuses before commit       %llu\n",
-              (unsigned long long)stats.count(Outcome::error_status));
-  std::printf("  client hang-ups                    %llu\n",
-              (unsigned long long)stats.count(Outcome::hung_up));
-  std::printf("  violations (incl. warm-up)         %llu\n", (unsigned long long)violations);
-  std::printf("  body bytes received                %llu\n", (unsigned long long)stats.bytes.load());
-  std::printf("  keyshim RSS KiB start/end          %lld / %lld (tolerance +%lld)\n", start.rss_kib,
-              end.rss_kib, opt.rss_tolerance_kib);
-  std::printf("  keyshim open fds start/end         %lld / %lld\n", start.fds, end.fds);
-  std::printf("  statuses seen                     ");
-  for (int s = 0; s < 600; ++s) {
-    if (stats.statuses[s] > 0) {
-      std::printf(" %d:%llu", s, static_cast<unsigned long long>(stats.statuses[s].load()));
-    }
-  }
-  std::printf("\n");
-  for (const auto& d : warm.details) {
-    std::printf("  VIOLATION (warm-up) %s\n", d.c_str());
-  }
-  for (const auto& d : stats.details) {
-    std::printf("  VIOLATION %s\n", d.c_str());
-  }
+  print_summary(opt, warm, stats, start, end);
+  bool violations = stats.count(Outcome::violation) + warm.count(Outcome::violation) > 0;
   bool leak = end.fds != start.fds || end.rss_kib > start.rss_kib + opt.rss_tolerance_kib || start.fds < 0;
-  std::printf("soak: %s\n", !alive           ? "FAIL (keyshim is gone)"
-                            : violations > 0 ? "FAIL (violations)"
-                            : leak           ? "FAIL (RSS or fds grew)"
-                                             : "ok");
-  return (!alive || violations > 0 || leak) ? 1 : 0;
+  std::printf("soak: %s\n", !alive       ? "FAIL (keyshim is gone)"
+                            : violations ? "FAIL (violations)"
+                            : leak       ? "FAIL (RSS or fds grew)"
+                                         : "ok");
+  return (!alive || violations || leak) ? 1 : 0;
 }
 
 } // namespace soak
