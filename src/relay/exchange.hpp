@@ -135,6 +135,8 @@ private:
 
   // ---- waiting for a key (exchange_wait.cpp)
   bool start_waiting(const pool::Selection& selection);
+  // Whether key `index` is cooling for every model or for this request's.
+  bool cooling_for_request(std::size_t index) const;
   void stop_waiting();
   void on_wait_deadline();
   milliseconds waited() const;

@@ -156,8 +156,11 @@ void Exchange::take_probe_piece(std::string_view piece, bool done) {
     }
     policy::Verdict verdict = verdict_for(outcome);
     if (verdict.action != policy::Action::commit) {
+      // Held bytes, not nothing: when this was the last attempt, they are
+      // relayed verbatim, and an empty 200 would be a silent empty answer.
+      std::string held = std::move(a.held);
       drop_connection();
-      act(outcome, verdict, {});
+      act(outcome, verdict, held);
       return;
     }
   }

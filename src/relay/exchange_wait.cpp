@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace keyshim::relay {
 using namespace std::chrono;
 
@@ -17,6 +19,17 @@ using namespace std::chrono;
 // max_concurrent, or a cooldown that ends before the wait would; and never
 // once shutdown has emptied the wait room (a request whose body was still
 // arriving then), which would hold up the drain until max_wait.
+bool Exchange::cooling_for_request(std::size_t index) const {
+  pool::KeyHealth health = m_pool.health(index);
+  if (health.state == pool::KeyState::cooling) {
+    return true;
+  }
+  const std::string* name = model();
+  const util::TimePoint now = util::system_clock().now();
+  return name && std::any_of(health.models.begin(), health.models.end(),
+                             [&](const pool::ModelHealth& m) { return m.model == *name && m.cooling(now); });
+}
+
 bool Exchange::start_waiting(const pool::Selection& selection) {
   if (m_settings.max_wait.count() == 0 || m_context.waits.closed()) {
     return false;
@@ -36,11 +49,12 @@ bool Exchange::start_waiting(const pool::Selection& selection) {
   if (!selection.busy && !(cooldown_end && *cooldown_end < until)) {
     return false;
   }
-  // A key that failed earlier in this request and is cooling is what the
-  // wait is for (one key, a 429 with Retry-After: 2): it may serve again
-  // when its cooldown ends. max_attempts still bounds the attempts.
+  // A key that failed earlier in this request and is cooling, for every
+  // model or for this request's, is what the wait is for (one key, a 429
+  // with Retry-After: 2): it may serve again when its cooldown ends.
+  // max_attempts still bounds the attempts.
   for (std::size_t i = 0; i < m_excluded.size(); ++i) {
-    if (m_excluded[i] && m_pool.health(i).state == pool::KeyState::cooling) {
+    if (m_excluded[i] && cooling_for_request(i)) {
       m_excluded[i] = false;
     }
   }

@@ -187,6 +187,22 @@ TEST(Failover, ErrorEventAtTheStartOfA200StreamFailsOver) {
   EXPECT_EQ(health(shim, 0).state, pool::KeyState::cooling);
 }
 
+// Found by bench/soak: the last attempt's error event was relayed as an empty
+// 200 (Content-Length: 0), a silent empty answer. It must carry the event.
+TEST(Failover, ErrorEventOnTheLastAttemptIsRelayedWithItsEvent) {
+  FakeUpstream upstream;
+  Scripted overloaded;
+  overloaded.headers = {{"Content-Type", "text/event-stream"}};
+  overloaded.pieces = {"data: {\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"};
+  upstream.push(overloaded);
+  Shim shim(pool_toml(1), upstream.base_url());
+  auto res = post(shim);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, overloaded.pieces[0]);
+  EXPECT_EQ(upstream.request_count(), 1u);
+}
+
 TEST(Failover, MaxAttemptsCapsTheAttemptsAndTheLastErrorIsRelayedRedacted) {
   FakeUpstream upstream;
   for (int i = 0; i < 3; ++i) {

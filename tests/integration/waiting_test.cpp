@@ -193,6 +193,28 @@ TEST(Waiting, ACooldownShorterThanMaxWaitIsWaitedOutAndTheSameKeyServes) {
       << logs.text();
 }
 
+// Found by bench/soak: a 429 for a named model cools the pair (key, model),
+// not the key, and the wait used to leave that key excluded, so the request
+// waited out the cooldown and then relayed the 429 without trying again.
+TEST(Waiting, AModelCooldownShorterThanMaxWaitIsWaitedOutAndTheSameKeyServes) {
+  LogCapture logs;
+  FakeUpstream upstream;
+  Scripted limited;
+  limited.status = 429;
+  limited.headers = {{"Content-Type", "application/json"}, {"Retry-After", "1"}};
+  limited.pieces = {R"({"error":{"message":"slow down"}})"};
+  limited.chunked = false;
+  upstream.push(limited);
+  Shim shim(pool_toml(1, "max_wait = \"5s\"\n"), upstream.base_url());
+  httplib::Client client("127.0.0.1", shim.port());
+  client.set_read_timeout(10, 0);
+  auto res = client.Post("/v1/chat/completions", R"({"model":"gpt-x"})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(upstream.request_count(), 2u);
+  EXPECT_TRUE(logs.wait_for("model=gpt-x key=k0 attempts=2 chain=k0:429,k0:200")) << logs.text();
+}
+
 TEST(Waiting, AClientThatHangsUpWhileWaitingIsRemovedAndNeverSent) {
   LogCapture logs;
   FakeUpstream upstream;

@@ -353,8 +353,34 @@ void FakeUpstream::serve_connection(int fd) {
   ::close(fd);
 }
 
+bool FakeUpstream::hold(int fd) {
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (true) {
+    {
+      std::unique_lock lock(m_mutex);
+      if (m_changed.wait_for(lock, 20ms, [&] { return m_released; })) {
+        return true;
+      }
+    }
+    if (!pause(fd, 1ms) || std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+  }
+}
+
+void FakeUpstream::cut(int fd, const Scripted& script) {
+  if (!script.raw_at_cut.empty()) {
+    send_all(fd, script.raw_at_cut);
+  }
+  if (script.reset_at_cut) {
+    linger hard{1, 0}; // RST instead of FIN
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+  }
+}
+
 bool FakeUpstream::respond(int fd, const Scripted& script, std::size_t index) {
-  if (script.head_delay.count() > 0 && !pause(fd, script.head_delay)) {
+  if ((script.hold_before_head && !hold(fd)) ||
+      (script.head_delay.count() > 0 && !pause(fd, script.head_delay))) {
     note_hangup(index);
     return false;
   }
@@ -385,7 +411,8 @@ bool FakeUpstream::respond(int fd, const Scripted& script, std::size_t index) {
   }
   for (std::size_t i = 0; i < script.pieces.size(); ++i) {
     if (script.cut_after_pieces >= 0 && i == static_cast<std::size_t>(script.cut_after_pieces)) {
-      return false; // close mid-body
+      cut(fd, script); // close mid-body
+      return false;
     }
     if (i > 0 && script.piece_delay.count() > 0 && !pause(fd, script.piece_delay)) {
       note_hangup(index);
@@ -402,24 +429,14 @@ bool FakeUpstream::respond(int fd, const Scripted& script, std::size_t index) {
       note_hangup(index);
       return false;
     }
-    if (i == 0 && script.hold_after_first_piece) {
-      auto deadline = std::chrono::steady_clock::now() + 20s;
-      while (true) {
-        {
-          std::unique_lock lock(m_mutex);
-          if (m_changed.wait_for(lock, 20ms, [&] { return m_released; })) {
-            break;
-          }
-        }
-        if (!pause(fd, 1ms) || std::chrono::steady_clock::now() > deadline) {
-          note_hangup(index);
-          return false;
-        }
-      }
+    if (i == 0 && script.hold_after_first_piece && !hold(fd)) {
+      note_hangup(index);
+      return false;
     }
   }
   if (script.cut_after_pieces >= 0 &&
       script.pieces.size() <= static_cast<std::size_t>(script.cut_after_pieces)) {
+    cut(fd, script);
     return false;
   }
   if (script.chunked && !send_all(fd, "0\r\n\r\n")) {

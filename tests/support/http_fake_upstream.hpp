@@ -26,7 +26,10 @@ struct Scripted {
   bool reset_before_reply = false;                          // close (RST) without any response
   int cut_after_pieces = -1;                                // close without ending the body after N pieces
   bool hold_after_first_piece = false;                      // wait for release() (or a hang-up) after piece 1
-  bool head_only = false; // set for HEAD requests: the length of the body, not the body
+  bool hold_before_head = false; // wait for release() (or a hang-up) before replying
+  std::string raw_at_cut{};      // written unframed where cut_after_pieces cuts (e.g. a broken chunk size)
+  bool reset_at_cut = false;     // the cut is a RST, not a FIN
+  bool head_only = false;        // set for HEAD requests: the length of the body, not the body
 };
 
 struct SeenRequest {
@@ -74,6 +77,10 @@ private:
   bool respond(int fd, const Scripted& script, std::size_t request_index);
   // Sleep up to `d`, returning false early when the peer hangs up.
   bool pause(int fd, std::chrono::milliseconds d);
+  // Wait for release(); false when the peer hangs up or 20 s pass.
+  bool hold(int fd);
+  // End a body early as `script` says: raw bytes, then FIN or RST.
+  static void cut(int fd, const Scripted& script);
   void note_hangup(std::size_t request_index);
 
   int m_listen_fd = -1;
