@@ -136,10 +136,15 @@ inline bool write_all(int fd, std::string_view data) {
   return true;
 }
 
-// Close with a TCP reset rather than a FIN (SO_LINGER 0).
-inline void close_with_reset(int fd) {
+// Make the coming close() a TCP reset rather than a FIN (SO_LINGER 0).
+inline void arm_reset(int fd) {
   linger lg{1, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+}
+
+// Close with a TCP reset rather than a FIN.
+inline void close_with_reset(int fd) {
+  arm_reset(fd);
   ::close(fd);
 }
 

@@ -159,7 +159,12 @@ StreamResult judge(const StreamPlan& plan, const Head& head, const std::string& 
     return violation("complete-looking 200 for a stream the upstream cut", head, body.size());
   }
   if (!prefix) {
-    return violation("body differs from the upstream's at or before byte " + std::to_string(body.size()),
+    std::size_t at = 0;
+    while (at < body.size() && at < want.body.size() && body[at] == want.body[at]) {
+      ++at;
+    }
+    return violation("body differs from the upstream's at byte " + std::to_string(at) + " of " +
+                         std::to_string(body.size()),
                      head, body.size());
   }
   if (complete) {

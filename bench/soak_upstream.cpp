@@ -236,7 +236,7 @@ bool answer(int fd, const Request& req, std::minstd_rand& rng) {
   }
   switch (req.kind) {
   case Kind::reset_head:
-    soak::close_with_reset(fd);
+    soak::arm_reset(fd); // the caller closes: one close per fd
     return false;
   case Kind::stall_first:
     pause_ms(g_opt.stall_ms);
@@ -269,13 +269,12 @@ void serve_connection(int fd) {
     }
     open = answer(fd, req, rng);
     if (!open && req.kind == soak::Kind::reset_mid) {
-      soak::close_with_reset(fd);
-      fd = -1;
+      soak::arm_reset(fd);
     }
   }
-  if (fd >= 0) {
-    ::close(fd);
-  }
+  // The only close of this fd: a second one could close a connection
+  // another thread has just accepted under the same number.
+  ::close(fd);
   --g_connections;
 }
 
