@@ -180,12 +180,16 @@ void Connection::on_body(const ErrorCode& ec) {
                             m_state->config ? m_state->config->server.max_request_body : 0));
     return;
   }
-  if (ec && ec.category() == http::make_error_code(http::error::body_limit).category()) {
+  // End of stream in the middle of the body is Beast's partial_message: the
+  // client hung up while uploading (Ctrl-C), not a malformed request.
+  if (ec && ec != http::error::partial_message &&
+      ec.category() == http::make_error_code(http::error::body_limit).category()) {
     refuse(400, fmt::format("malformed request body ({})", ec.message()));
     return;
   }
   if (ec) {
-    close(); // the client left while uploading: nothing was forwarded
+    util::log_info("client closed the connection while sending its request body; nothing was forwarded");
+    close();
     return;
   }
   read_body();
@@ -203,8 +207,8 @@ void Connection::dispatch() {
   m_phase = Phase::exchanging;
   ++m_requests;
   m_server.request_started();
-  m_exchange = std::make_shared<relay::Exchange>(m_state, *route, m_parser->release(),
-                                                 shared_from_this(), m_server.relay_context());
+  m_exchange = std::make_shared<relay::Exchange>(m_state, *route, m_parser->release(), shared_from_this(),
+                                                 m_server.relay_context());
   m_parser.reset();
   m_exchange->start();
 }

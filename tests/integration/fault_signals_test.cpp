@@ -236,7 +236,7 @@ protected:
   void check(const Condition& c, RawConnection& conn, ChildProcess& serve) {
     if (c.expect == Expect::left) {
       if (c.moment == Moment::uploading) {
-        EXPECT_TRUE(serve.wait_for_stderr("partial message") ||
+        EXPECT_TRUE(serve.wait_for_stderr("while sending its request body") ||
                     serve.err().find("shutting down") != std::string::npos)
             << serve.err();
         EXPECT_EQ(upstream.request_count(), 0u) << "a half-uploaded request must never be sent";
