@@ -9,16 +9,6 @@
 namespace keyshim::test {
 namespace {
 
-Scripted json(int status, std::string body, std::vector<std::pair<std::string, std::string>> extra = {}) {
-  Scripted s;
-  s.status = status;
-  s.headers = {{"Content-Type", "application/json"}};
-  s.headers.insert(s.headers.end(), extra.begin(), extra.end());
-  s.pieces = {std::move(body)};
-  s.chunked = false;
-  return s;
-}
-
 Scripted ok() {
   return json(200, R"({"id":"chatcmpl-1"})");
 }

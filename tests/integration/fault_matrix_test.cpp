@@ -25,16 +25,6 @@ Scripted sse(std::vector<std::string> pieces) {
   return s;
 }
 
-Scripted json(int status, std::string body, std::vector<std::pair<std::string, std::string>> extra = {}) {
-  Scripted s;
-  s.status = status;
-  s.headers = {{"Content-Type", "application/json"}};
-  s.headers.insert(s.headers.end(), extra.begin(), extra.end());
-  s.pieces = {std::move(body)};
-  s.chunked = false;
-  return s;
-}
-
 std::string stream_request() {
   return make_request("POST", "/v1/chat/completions", R"({"stream":true})");
 }

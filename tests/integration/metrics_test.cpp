@@ -11,16 +11,6 @@
 namespace keyshim::test {
 namespace {
 
-Scripted json(int status, std::string body, std::vector<std::pair<std::string, std::string>> extra = {}) {
-  Scripted s;
-  s.status = status;
-  s.headers = {{"Content-Type", "application/json"}};
-  s.headers.insert(s.headers.end(), extra.begin(), extra.end());
-  s.pieces = {std::move(body)};
-  s.chunked = false;
-  return s;
-}
-
 httplib::Result post(const Shim& shim, const std::string& body = R"({"messages":[]})") {
   httplib::Client client("127.0.0.1", shim.port());
   client.set_read_timeout(20, 0);

@@ -19,7 +19,8 @@ std::string chat(const std::string& model) {
 }
 
 Scripted outage() {
-  return Scripted{503, {{"Content-Type", "application/json"}}, {R"({"error":{"message":"model s04 is down"}})"}};
+  return Scripted{
+      503, {{"Content-Type", "application/json"}}, {R"({"error":{"message":"model s04 is down"}})"}};
 }
 
 class ModelHealthBinary : public ::testing::Test {

@@ -23,15 +23,6 @@ std::string three_pools(const FakeUpstream& openai, const FakeUpstream& anthropi
          pool_section("gemini", gemini.base_url(), "auth = \"x-goog-api-key\"\n", {k_gemini});
 }
 
-Scripted json(int status, std::string body) {
-  Scripted s;
-  s.status = status;
-  s.headers = {{"Content-Type", "application/json"}};
-  s.pieces = {std::move(body)};
-  s.chunked = false;
-  return s;
-}
-
 Scripted sse(std::vector<std::string> pieces) {
   Scripted s;
   s.headers = {{"Content-Type", "text/event-stream"}};

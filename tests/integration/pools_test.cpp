@@ -22,16 +22,6 @@ const PoolKey k_openai{"oa-main", "sk-openai-test-0123456789abcdef"};
 const PoolKey k_anthropic{"ant-main", "sk-ant-test-0123456789abcdef"};
 const PoolKey k_gemini{"gem-main", "AIza-gemini-test-0123456789abcdef"};
 
-Scripted json(int status, std::string body, std::vector<std::pair<std::string, std::string>> extra = {}) {
-  Scripted s;
-  s.status = status;
-  s.headers = {{"Content-Type", "application/json"}};
-  s.headers.insert(s.headers.end(), extra.begin(), extra.end());
-  s.pieces = {std::move(body)};
-  s.chunked = false;
-  return s;
-}
-
 // The three providers of the issue, each pool with its own auth style.
 std::string three_pools(const FakeUpstream& openai, const FakeUpstream& anthropic,
                         const FakeUpstream& gemini) {
@@ -154,8 +144,8 @@ TEST(PoolsBinary, EachProviderGetsItsOwnRequestsWithOnlyItsOwnKey) {
     }
   }
 
-  ASSERT_TRUE(
-      serve.wait_for_stderr("POST /gemini/v1beta/models/x:generateContent 200 pool=gemini model=x key=gem-main"))
+  ASSERT_TRUE(serve.wait_for_stderr(
+      "POST /gemini/v1beta/models/x:generateContent 200 pool=gemini model=x key=gem-main"))
       << serve.err();
   EXPECT_NE(serve.err().find("POST /openai/v1/chat/completions 200 pool=openai model=gpt key=oa-main"),
             std::string::npos);

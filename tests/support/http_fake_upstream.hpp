@@ -32,6 +32,19 @@ struct Scripted {
   bool head_only = false;        // set for HEAD requests: the length of the body, not the body
 };
 
+// A whole JSON answer with Content-Length framing: `status`, `body`, and
+// `extra` headers after Content-Type.
+inline Scripted json(int status, std::string body,
+                     std::vector<std::pair<std::string, std::string>> extra = {}) {
+  Scripted s;
+  s.status = status;
+  s.headers = {{"Content-Type", "application/json"}};
+  s.headers.insert(s.headers.end(), extra.begin(), extra.end());
+  s.pieces = {std::move(body)};
+  s.chunked = false;
+  return s;
+}
+
 struct SeenRequest {
   std::string method;
   std::string target;
