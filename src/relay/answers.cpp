@@ -54,7 +54,7 @@ Answer unreachable_answer(const std::vector<std::string>& tried_keys) {
                            "keyshim_upstream_unreachable", "upstream_unreachable");
 }
 
-Answer no_key_answer(const pool::Selection& selection, milliseconds waited) {
+Answer no_key_answer(const pool::Selection& selection, util::TimePoint now, milliseconds waited) {
   std::string after = waited.count() > 0 ? fmt::format(" (waited {})", util::format_duration(waited)) : "";
   if (selection.busy) {
     // A slot frees when a request ends, which nobody can predict: 1 s is
@@ -72,7 +72,7 @@ Answer no_key_answer(const pool::Selection& selection, milliseconds waited) {
         "run `keyshim reload` (see `keyshim status`)",
         "keyshim_no_key_available", "no_key_available");
   }
-  auto wait = duration_cast<milliseconds>(*selection.earliest_available - system_clock::now());
+  auto wait = duration_cast<milliseconds>(*selection.earliest_available - now);
   auto seconds_left =
       std::max<long long>(1, static_cast<long long>(std::ceil(static_cast<double>(wait.count()) / 1000.0)));
   Answer answer = json_error_answer(

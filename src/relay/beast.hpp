@@ -31,6 +31,7 @@ using Resolver = asio::ip::basic_resolver<tcp, Executor>;
 using Timer = asio::basic_waitable_timer<std::chrono::steady_clock,
                                          asio::wait_traits<std::chrono::steady_clock>, Executor>;
 using TlsStream = ssl::stream<Socket>;
+using MonoTime = std::chrono::steady_clock::time_point;
 
 // The client's request as read: head and the whole body in one buffer.
 using ClientRequest = http::request<http::string_body>;

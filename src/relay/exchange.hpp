@@ -1,26 +1,29 @@
 #pragma once
 // One relayed request, from the moment its head and body are read until its
-// response has been written, as one object with one explicit state:
+// response has been written: the attempt loop. Its state is one variant;
+// each phase carries its own data:
 //
-//   choosing -> connecting -> sending -> awaiting_head
-//     -> reading_error (classify; next key, or relay the error)
-//     -> probing       (a 200 event stream: hold the first event, check it)
-//     -> awaiting_body (other 2xx/3xx: wait for the first body bytes)
-//   -> streaming (committed: the client has bytes) -> done
-//   choosing -> answering (503, 502, a relayed error) -> done
+//   Choosing -> Trying (connecting, sending, head, error body | probe | first body)
+//     -> Trying again with another key, or Waiting for one, or
+//     -> Streaming (committed: the client has bytes) -> Done
+//   Choosing -> Answering (503, 502, a relayed error) -> Done
 //
-// Each asynchronous step is a named handler. Client hang-up, the deadline
-// timer and shutdown are events on this state, never polls. Everything runs
-// on the event loop's thread; nothing here blocks.
+// The pieces it drives have rooms of their own: AttemptPlan (which key
+// next, pure), KeyLease (the key held), UpstreamAttempt (one attempt's
+// connection), ClientStream (writing to the client). Client hang-up, the
+// deadline timer and shutdown are events on this state, never polls.
+// Everything runs on the event loop's thread; nothing here blocks.
 #include "policy/failure_policy.hpp"
 #include "policy/stream_decoder.hpp"
 #include "policy/usage_meter.hpp"
-#include "relay/answers.hpp"
+#include "relay/attempt_plan.hpp"
 #include "relay/beast.hpp"
+#include "relay/client_stream.hpp"
 #include "relay/deadline_timer.hpp"
-#include "relay/header_rules.hpp"
+#include "relay/key_lease.hpp"
 #include "relay/pool_state.hpp"
 #include "relay/request_log.hpp"
+#include "relay/upstream_attempt.hpp"
 #include "relay/upstream_conn.hpp"
 #include "relay/wait_room.hpp"
 #include "relay/watchdog.hpp"
@@ -29,7 +32,7 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
+#include <variant>
 
 namespace keyshim::relay {
 
@@ -67,18 +70,22 @@ private:
 // "connect error" / "connect" (chain) for a transport failure.
 const char* failure_word(policy::TransportFailure failure, bool chain);
 
-// What every exchange shares. Event-loop thread only.
+// What every exchange shares. Time is one input: every deadline, wait,
+// Retry-After and cooldown the relay computes reads these two clocks.
+// Event-loop thread only.
 struct RelayContext {
   UpstreamPool& upstreams;
-  util::MonoClock& clock;
+  util::MonoClock& mono; // deadlines and waits
+  util::Clock& wall;     // cooldowns and Retry-After, which providers give as dates
   WaitRoom& waits;
 };
 
-class Exchange : public std::enable_shared_from_this<Exchange>, public Waiter {
+class Exchange : public std::enable_shared_from_this<Exchange>, public Waiter, public AttemptEvents {
 public:
   // Relay `request` to the pool `route` names, with the route's target.
   Exchange(std::shared_ptr<const PoolState> state, const Route& route, ClientRequest request,
            std::shared_ptr<Downstream> client, RelayContext& context);
+  ~Exchange() override;
 
   // Begin: choose a key and make the first attempt (or answer at once).
   void start();
@@ -89,122 +96,102 @@ public:
   bool retry() override;
   void shutting_down() override;
 
-private:
-  enum class Phase {
-    choosing,
-    waiting,
-    connecting,
-    sending,
-    awaiting_head,
-    reading_error,
-    probing,
-    awaiting_body,
-    streaming,
-    answering,
-    done
-  };
+  // ---- AttemptEvents: what the current attempt reports (exchange_body.cpp)
+  void attempt_connecting() override;
+  void attempt_sending() override;
+  void attempt_head() override;
+  void attempt_body(std::string_view piece, bool done) override;
+  void attempt_body_failed(std::string_view piece, const std::string& error) override;
+  void attempt_failed(policy::TransportFailure failure, const std::string& detail) override;
 
-  // What one attempt holds; replaced whole by the next attempt.
-  struct Attempt {
-    std::size_t index = 0;
-    std::shared_ptr<UpstreamConn> conn;
-    bool reused = false;                    // an idle pooled connection: a stale one earns one fresh retry
-    int interim = 0;                        // 1xx responses skipped
-    std::shared_ptr<ResponseParser> parser; // shared with its pending read, like the connection
-    std::string held;                       // the probed start of a stream, or an error body
-    std::string decoded;                    // the same, decompressed, for the checks
+private:
+  // ---- the phases and their data
+  struct Choosing {};
+  struct Waiting {};
+  // An attempt before the commit point. What it reads decides: an error
+  // body is kept to classify; a 200 event stream is held until its first
+  // event is checked; any other success commits on its first body bytes.
+  struct Trying {
+    enum class Step { connecting, sending, head, error_body, probe, first_body };
+    std::shared_ptr<UpstreamAttempt> upstream;
+    std::size_t key = 0;
+    Step step = Step::connecting;
+    std::string held;    // the probed start of a stream, or an error body
+    std::string decoded; // the same, decompressed, for the checks
     std::unique_ptr<policy::StreamDecoder> decoder;
-    MonoTime started{};
   };
+  // Committed: the client has (or is getting) bytes of this key's response.
+  struct Streaming {
+    std::shared_ptr<UpstreamAttempt> upstream;
+    std::size_t key = 0;
+    policy::UsageMeter usage; // the tokens the response reports
+    std::string held;         // a probed start, written as the first piece
+  };
+  struct Answering {};
+  struct Done {};
+  using Phase = std::variant<Choosing, Waiting, Trying, Streaming, Answering, Done>;
+
+  template <class P> bool in() const { return std::holds_alternative<P>(m_phase); }
+  Trying* trying() { return std::get_if<Trying>(&m_phase); }
 
   // ---- choosing a key and attempting (exchange.cpp)
   void choose_key();
-  void attempt(std::size_t index);
-  void connect_fresh();
-  void on_connected(unsigned generation, ConnectFailure failure, const std::string& detail);
-  void send_request();
-  void on_request_sent(unsigned generation, const ErrorCode& ec);
-  void read_head();
-  void on_head(unsigned generation, const ErrorCode& ec);
-  void on_response_head();
+  void attempt(pool::Selection selection);
   void fail_attempt(policy::TransportFailure failure, const std::string& detail);
-  policy::Verdict verdict_for(const policy::Outcome& outcome) const;
-  void act(const policy::Outcome& outcome, const policy::Verdict& verdict, std::string_view relay_body);
-  void apply_health(const policy::Outcome& outcome, const policy::Verdict& verdict);
-  void give_up();
+  policy::Verdict verdict_for(std::size_t key, const policy::Outcome& outcome) const;
+  void act(std::size_t key, const policy::Outcome& outcome, const policy::Verdict& verdict,
+           std::string_view relay_body);
+  void apply_health(std::size_t key, const policy::Outcome& outcome, const policy::Verdict& verdict);
+  const std::string* model() const { return m_model ? &*m_model : nullptr; }
 
   // ---- waiting for a key (exchange_wait.cpp)
   bool start_waiting(const pool::Selection& selection);
-  // Whether key `index` is cooling for every model or for this request's.
   bool cooling_for_request(std::size_t index) const;
   void stop_waiting();
   void on_wait_deadline();
-  milliseconds waited() const;
-  void release_key();
 
-  // ---- the response body (exchange_body.cpp)
-  void read_piece();
-  void on_piece(unsigned generation, const ErrorCode& error);
+  // ---- the response body before and at the commit point (exchange_body.cpp)
   void take_error_piece(std::string_view piece, bool done);
   void take_probe_piece(std::string_view piece, bool done);
-  void commit(std::string_view first, bool done);
+  policy::Outcome outcome_of(const Trying& trying, int status, std::string body) const;
+  // The commit point, with `first` (a piece) or the `held` start of a stream.
+  void commit(std::string_view first, bool done, std::string held = {});
+
+  // ---- writing to the client and the end (exchange_write.cpp)
   void write_piece(std::string_view data, bool last);
   void on_piece_written(const ErrorCode& ec, std::size_t bytes, bool last);
   void stream_failed(const std::string& why);
-  void answer(const Answer& answer);
+  void answer(const Answer& answer, bool close = false);
   void on_answer_written(const ErrorCode& ec, bool close);
-  void count_usage();
-  const std::string* model() const { return m_model ? &*m_model : nullptr; }
+  void count_usage(Streaming& streaming);
   void finish(Downstream::Next next);
 
   // ---- deadlines, the client, cancellation (exchange_events.cpp)
-  void arm_deadline(Watchdog::Kind kind, milliseconds limit);
+  Watchdog::Kind deadline_kind() const;
+  void arm_deadline(milliseconds limit);
   void on_timer();
   void on_deadline();
   void watch_client();
   void on_client_readable(const ErrorCode& ec);
   void cancel(const std::string& why);
-  void drop_connection();
+  // Leave the current phase's upstream attempt, if any: it reports nothing more.
+  void drop_upstream();
 
   std::shared_ptr<const PoolState> m_state;
   const ServedPool& m_served;
   const config::UpstreamSettings& m_settings;
   pool::KeyPool& m_pool;
   ClientRequest m_request;
+  std::optional<std::string> m_model; // the model the request asks for, if it names one
   std::shared_ptr<Downstream> m_client;
   RelayContext& m_context;
-  Phase m_phase = Phase::choosing;
   MonoTime m_started;
-  bool m_client_keep_alive = true;
-  bool m_watching_client = false;
+  bool m_watching_client = false; // a readability wait is pending on the client socket
 
-  // Across attempts.
-  std::vector<bool> m_excluded;
-  std::vector<bool> m_retried;
-  std::optional<std::size_t> m_same_key; // the next attempt repeats this key
-  std::optional<Answer> m_last_error;
-  std::vector<std::string> m_tried; // "label: what happened", for the 502
-  int m_attempts = 0;
-  std::optional<std::size_t> m_holding_key; // acquired from the pool, not yet released
-  std::optional<MonoTime> m_wait_since;     // when the request first waited: max_wait runs from then
-  bool m_holding_probe = false;             // the held key probes m_model after its cooldown
-  std::optional<std::string> m_model;       // the model the request asks for, if it names one
-
-  // The current attempt; upstream handlers from an older one see a different
-  // generation and do nothing.
-  Attempt m_attempt;
-  unsigned m_generation = 0;
-  std::string m_request_head;
-
-  // Writing to the client.
-  std::string m_prefix; // response head and/or chunk size line
-  std::string m_suffix; // chunk end and/or last-chunk
-  std::string m_answer_bytes;
-  bool m_head_sent = false;
-  bool m_close_after = false;
-  Framing m_framing = Framing::chunked;
-  std::optional<policy::UsageMeter> m_usage; // from the commit point: the tokens the response reports
-
+  Phase m_phase = Choosing{};
+  AttemptPlan m_plan;
+  KeyLease m_lease; // declared after m_model, which its probe points at
+  ClientStream m_out;
   DeadlineTimer m_timer;
   Watchdog m_watchdog;
   RequestRecord m_record;

@@ -1,8 +1,7 @@
-// What happens to an exchange from outside its current step: the verdict on
-// a failed attempt, the deadline timer, the client hanging up, shutdown.
+// What happens to an exchange from outside its current step: the health a
+// verdict changes, the deadline timer, the client hanging up, shutdown.
 #include "relay/exchange.hpp"
 
-#include "relay/redact.hpp"
 #include "util/duration.hpp"
 #include "util/log.hpp"
 
@@ -48,46 +47,11 @@ std::optional<pool::FailureClass> failure_class(const policy::Outcome& outcome, 
   return outcome.status == 429 || verdict.rate_limited ? FailureClass::rate_limit : FailureClass::server;
 }
 
-// The backoff grows from the streak of the scope the failure will count in:
-// a connection failure is the key's, anything a response says may be the
-// model's (account-wide verdicts use no streak).
-policy::Verdict Exchange::verdict_for(const policy::Outcome& outcome) const {
-  bool key_wide = outcome.transport != policy::TransportFailure::none &&
-                  outcome.transport != policy::TransportFailure::first_byte_timeout;
-  pool::Streaks streaks = m_pool.streaks(m_attempt.index, key_wide ? nullptr : model());
-  return policy::classify(outcome, {streaks.failures, streaks.rate_limits}, util::system_clock().now(),
-                          {m_settings.max_cooldown});
-}
-
-void Exchange::act(const policy::Outcome& outcome, const policy::Verdict& verdict,
-                   std::string_view relay_body) {
-  const std::size_t index = m_attempt.index;
-  apply_health(outcome, verdict);
-  release_key();
-  if (outcome.transport == policy::TransportFailure::none) {
-    std::string_view reason = m_attempt.parser ? m_attempt.parser->get().reason() : std::string_view{};
-    m_last_error = upstream_error_answer(outcome, reason, relay_body, *m_state->redactor);
-  }
-  if (verdict.action == policy::Action::relay || verdict.action == policy::Action::commit) {
-    answer(*m_last_error);
-    return;
-  }
-  if (verdict.action == policy::Action::retry_same_key && !m_retried[index]) {
-    m_retried[index] = true;
-    m_same_key = index;
-  } else {
-    m_excluded[index] = true;
-    m_same_key.reset();
-  }
-  choose_key();
-}
-
-void Exchange::apply_health(const policy::Outcome& outcome, const policy::Verdict& verdict) {
-  const std::size_t index = m_attempt.index;
+void Exchange::apply_health(std::size_t index, const policy::Outcome& outcome, const policy::Verdict& verdict) {
   const std::string& label = m_pool.key(index).label;
   bool response = outcome.transport == policy::TransportFailure::none;
-  m_tried.push_back(fmt::format(
-      "{}: {}", label, response ? std::to_string(outcome.status) : failure_word(outcome.transport, false)));
+  m_plan.note_tried(fmt::format("{}: {}", label,
+                                response ? std::to_string(outcome.status) : failure_word(outcome.transport, false)));
   m_record.chain.push_back(fmt::format(
       "{}:{}", label, response ? std::to_string(outcome.status) : failure_word(outcome.transport, true)));
   m_pool.count_attempt(index, failure_class(outcome, verdict));
@@ -125,19 +89,37 @@ void Exchange::apply_health(const policy::Outcome& outcome, const policy::Verdic
   }
 }
 
+// The deadline the current phase runs under: derived, never stored beside it.
+Watchdog::Kind Exchange::deadline_kind() const {
+  if (in<Waiting>()) {
+    return Watchdog::Kind::waiting;
+  }
+  if (in<Streaming>()) {
+    return Watchdog::Kind::idle;
+  }
+  const Trying* t = std::get_if<Trying>(&m_phase);
+  if (!t) {
+    return Watchdog::Kind::none;
+  }
+  if (t->step == Trying::Step::connecting) {
+    return Watchdog::Kind::connect;
+  }
+  return t->step == Trying::Step::probe && !t->held.empty() ? Watchdog::Kind::idle : Watchdog::Kind::first_byte;
+}
+
 // One timer per exchange. Progress only moves the watchdog's deadline; the
 // timer is touched only when a deadline moves earlier, and a wait that fires
 // early asks for the current one.
-void Exchange::arm_deadline(Watchdog::Kind kind, milliseconds limit) {
-  m_watchdog.start(kind, m_context.clock.now(), limit);
+void Exchange::arm_deadline(milliseconds limit) {
+  m_watchdog.start(deadline_kind(), m_context.mono.now(), limit);
   m_timer.arm(m_watchdog.due(), [self = shared_from_this()] { self->on_timer(); });
 }
 
 void Exchange::on_timer() {
-  if (m_phase == Phase::done || m_watchdog.kind() == Watchdog::Kind::none) {
+  if (in<Done>() || m_watchdog.kind() == Watchdog::Kind::none) {
     return; // nothing to wait for until the next arm_deadline
   }
-  if (!m_watchdog.expired(m_context.clock.now())) {
+  if (!m_watchdog.expired(m_context.mono.now())) {
     m_timer.arm(m_watchdog.due(), [self = shared_from_this()] { self->on_timer(); });
     return;
   }
@@ -145,31 +127,18 @@ void Exchange::on_timer() {
 }
 
 void Exchange::on_deadline() {
-  const config::UpstreamSettings& settings = m_settings;
-  switch (m_phase) {
-  case Phase::waiting:
+  if (in<Waiting>()) {
     on_wait_deadline();
-    break;
-  case Phase::connecting:
-    fail_attempt(policy::TransportFailure::connect,
-                 fmt::format("no connection within {}", util::format_duration(settings.connect_timeout)));
-    break;
-  case Phase::streaming:
+  } else if (in<Streaming>()) {
     stream_failed(
-        fmt::format("upstream silent for more than {}", util::format_duration(settings.idle_timeout)));
-    break;
-  case Phase::sending:
-  case Phase::awaiting_head:
-  case Phase::awaiting_body:
-  case Phase::probing:
-  case Phase::reading_error:
+        fmt::format("upstream silent for more than {}", util::format_duration(m_settings.idle_timeout)));
+  } else if (Trying* t = trying(); t && t->step == Trying::Step::connecting) {
+    fail_attempt(policy::TransportFailure::connect,
+                 fmt::format("no connection within {}", util::format_duration(m_settings.connect_timeout)));
+  } else if (t) {
     // Nothing has been sent to the client, so a silent upstream can still be
     // failed over, to another key (a replay on the same one multiplies the wait).
-    m_attempt.reused = false; // not a stale connection: a real timeout
     fail_attempt(policy::TransportFailure::first_byte_timeout, "deadline passed");
-    break;
-  default:
-    break;
   }
 }
 
@@ -185,7 +154,7 @@ void Exchange::watch_client() {
 }
 
 void Exchange::on_client_readable(const ErrorCode& ec) {
-  if (ec || m_phase == Phase::done || !m_watching_client) {
+  if (ec || in<Done>() || !m_watching_client) {
     return;
   }
   char byte = 0;
@@ -199,19 +168,19 @@ void Exchange::on_client_readable(const ErrorCode& ec) {
     return;
   }
   m_record.client_left = true;
-  cancel(m_phase == Phase::streaming ? "client went away mid-stream"
-                                     : "client closed the connection before the response started");
+  cancel(in<Streaming>() ? "client went away mid-stream"
+                         : "client closed the connection before the response started");
 }
 
 void Exchange::cancel(const std::string& why) {
-  if (m_phase == Phase::done) {
+  if (in<Done>()) {
     return;
   }
-  if (m_phase != Phase::streaming) {
+  if (!in<Streaming>()) {
     m_record.status = 499; // nginx's "client closed request", for the log only
   }
   m_record.error = why;
-  drop_connection();
+  drop_upstream();
   finish(Downstream::Next::drop);
 }
 
@@ -219,10 +188,11 @@ void Exchange::abort(const std::string& why) {
   cancel(why);
 }
 
-void Exchange::drop_connection() {
-  if (m_attempt.conn) {
-    m_attempt.conn->close();
-    m_attempt.conn.reset();
+void Exchange::drop_upstream() {
+  if (Trying* t = trying(); t && t->upstream) {
+    t->upstream->abandon();
+  } else if (Streaming* s = std::get_if<Streaming>(&m_phase)) {
+    s->upstream->abandon();
   }
 }
 

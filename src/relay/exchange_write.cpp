@@ -1,117 +1,66 @@
 // Writing to the client: the commit point, relayed pieces, whole answers,
-// and the end of the exchange.
+// the usage a response reported, and the end of the exchange.
 #include "relay/exchange.hpp"
 
-#include "relay/redact.hpp"
 #include "util/log.hpp"
-
-#include <boost/asio/write.hpp>
 
 #include <fmt/format.h>
 
-#include <array>
-
 namespace keyshim::relay {
-namespace {
-
 using namespace std::chrono;
-
-constexpr std::string_view k_crlf = "\r\n";
-constexpr std::string_view k_last_chunk = "0\r\n\r\n";
-
-} // namespace
 
 // The commit point: the first byte of this response goes to the client.
 // Failover stops here because after it the client holds bytes from one key's
 // generation; splicing another key's answer would corrupt it, and a replay
 // would bill twice for one answer.
-void Exchange::commit(std::string_view first, bool done) {
-  ResponseParser& parser = *m_attempt.parser;
-  const auto& head = parser.get();
+void Exchange::commit(std::string_view first, bool done, std::string held) {
+  Trying& t = *trying();
+  const auto& head = t.upstream->head();
   int status = static_cast<int>(head.result_int());
-  bool no_body = m_request.method() == http::verb::head || status == 204 || status == 304;
-  if (no_body) {
-    m_framing = Framing::none;
-  } else if (parser.content_length()) {
-    m_framing = Framing::content_length;
-  } else {
-    m_framing = m_request.version() >= 11 ? Framing::chunked : Framing::close;
-  }
-  m_close_after = !m_client_keep_alive || m_framing == Framing::close;
-  std::optional<std::uint64_t> length;
-  if (auto declared = parser.content_length()) {
-    length = *declared;
-  }
-  m_prefix = client_head(head, m_framing, length, m_close_after, *m_state->redactor);
-  m_head_sent = false;
+  m_out.begin(t.upstream->parser(), m_request, m_request.keep_alive(), *m_state->redactor);
 
-  const config::KeyConfig& key = m_pool.key(m_attempt.index);
-  m_pool.record_success(m_attempt.index, status, model());
-  m_pool.count_attempt(m_attempt.index, std::nullopt);
+  const config::KeyConfig& key = m_pool.key(t.key);
+  m_pool.record_success(t.key, status, model());
+  m_pool.count_attempt(t.key, std::nullopt);
   m_record.key_label = key.label;
   m_record.chain.push_back(fmt::format("{}:{}", key.label, status));
-  m_record.ttfb = duration_cast<milliseconds>(m_context.clock.now() - m_started);
+  m_record.ttfb = duration_cast<milliseconds>(m_context.mono.now() - m_started);
   m_record.status = status;
-  m_record.stream = m_framing == Framing::chunked || m_framing == Framing::close;
-  m_phase = Phase::streaming;
-  m_usage.emplace(head[http::field::content_type], head[http::field::content_encoding]);
-  arm_deadline(Watchdog::Kind::idle,
-               m_settings.idle_timeout); // may be earlier than the first-byte one
-  write_piece(first, done);
+  m_record.stream = m_out.streamed();
+  policy::UsageMeter usage(head[http::field::content_type], head[http::field::content_encoding]);
+  m_phase = Streaming{std::move(t.upstream), t.key, std::move(usage), std::move(held)};
+  Streaming& s = std::get<Streaming>(m_phase);
+  arm_deadline(m_settings.idle_timeout); // may be earlier than the first-byte one
+  write_piece(s.held.empty() ? first : std::string_view(s.held), done);
 }
 
-// One write per piece read: the head (first time), the chunk framing around
-// the piece, and the last-chunk when the body is complete.
 void Exchange::write_piece(std::string_view data, bool last) {
-  if (m_usage) {
-    m_usage->feed(data); // reads a copy as it passes; the bytes written are `data` as received
-  }
-  if (m_head_sent) {
-    m_prefix.clear();
-  }
-  m_head_sent = true;
-  m_suffix.clear();
-  if (m_framing == Framing::chunked) {
-    if (!data.empty()) {
-      fmt::format_to(std::back_inserter(m_prefix), "{:x}\r\n", data.size());
-      m_suffix = k_crlf;
-    }
-    if (last) {
-      m_suffix += k_last_chunk;
-    }
-  }
-  std::array<asio::const_buffer, 3> buffers = {asio::buffer(m_prefix), asio::buffer(data.data(), data.size()),
-                                               asio::buffer(m_suffix)};
-  asio::async_write(m_client->socket(), buffers,
-                    [self = shared_from_this(), n = data.size(), last](const ErrorCode& ec, std::size_t) {
-                      self->on_piece_written(ec, n, last);
-                    });
+  std::get<Streaming>(m_phase).usage.feed(data); // reads a copy as it passes; `data` is written as received
+  m_out.write(data, last, [self = shared_from_this(), n = data.size(), last](const ErrorCode& ec) {
+    self->on_piece_written(ec, n, last);
+  });
 }
 
 void Exchange::on_piece_written(const ErrorCode& ec, std::size_t bytes, bool last) {
-  if (m_phase != Phase::streaming) {
+  Streaming* s = std::get_if<Streaming>(&m_phase);
+  if (!s) {
     return;
   }
   if (ec) {
     m_record.error = "client went away mid-stream";
     m_record.client_left = true;
-    drop_connection();
+    drop_upstream();
     finish(Downstream::Next::drop);
     return;
   }
   m_record.bytes += bytes;
-  m_watchdog.note_progress(m_context.clock.now());
+  m_watchdog.note_progress(m_context.mono.now());
   if (!last) {
-    read_piece();
+    s->upstream->read_body();
     return;
   }
-  ResponseParser& parser = *m_attempt.parser;
-  if (parser.is_done() && parser.keep_alive()) {
-    m_context.upstreams.put_idle(std::move(m_attempt.conn));
-  } else {
-    drop_connection();
-  }
-  finish(m_close_after ? Downstream::Next::close : Downstream::Next::request);
+  s->upstream->finish(m_context.mono.now()); // kept for the next request when it ended cleanly
+  finish(m_out.close_after() ? Downstream::Next::close : Downstream::Next::request);
 }
 
 // After the commit point a failure can no longer move to another key: the
@@ -121,26 +70,25 @@ void Exchange::on_piece_written(const ErrorCode& ec, std::size_t bytes, bool las
 void Exchange::stream_failed(const std::string& why) {
   m_record.error = why;
   util::log_debug("closing stream: {}", why);
-  drop_connection();
+  drop_upstream();
   finish(Downstream::Next::drop);
 }
 
-void Exchange::answer(const Answer& answer) {
-  release_key();
-  m_phase = Phase::answering;
+// keyshim's own answer, or an upstream error relayed whole. `close` ends the
+// connection after it even when the client would keep it (shutdown).
+void Exchange::answer(const Answer& answer, bool close) {
+  m_lease.release();
+  m_phase = Answering{};
   m_watchdog.stop();
   m_record.status = answer.status;
-  bool close = !m_client_keep_alive;
-  m_answer_bytes = serialize(answer, m_request.method() == http::verb::head, close);
   m_record.bytes = answer.body.size();
-  asio::async_write(m_client->socket(), asio::buffer(m_answer_bytes),
-                    [self = shared_from_this(), close](const ErrorCode& ec, std::size_t) {
-                      self->on_answer_written(ec, close);
-                    });
+  close = close || !m_request.keep_alive();
+  m_out.answer(answer, m_request.method() == http::verb::head, close,
+               [self = shared_from_this(), close](const ErrorCode& ec) { self->on_answer_written(ec, close); });
 }
 
 void Exchange::on_answer_written(const ErrorCode& ec, bool close) {
-  if (m_phase != Phase::answering) {
+  if (!in<Answering>()) {
     return;
   }
   if (ec) {
@@ -153,34 +101,32 @@ void Exchange::on_answer_written(const ErrorCode& ec, bool close) {
 }
 
 // The tokens the response reported, for its key's usage and the log line,
-// and the body bytes relayed. `m_usage` exists from the commit point on, so
-// a relayed error or keyshim's own answer counts toward no key.
-void Exchange::count_usage() {
-  if (!m_usage) {
-    return;
-  }
-  policy::Usage usage = m_usage->finish();
-  m_usage.reset();
-  m_pool.count_bytes(m_attempt.index, m_record.bytes);
+// and the body bytes relayed. Only a committed response counts: a relayed
+// error or keyshim's own answer counts toward no key.
+void Exchange::count_usage(Streaming& s) {
+  policy::Usage usage = s.usage.finish();
+  m_pool.count_bytes(s.key, m_record.bytes);
   m_record.input_tokens = usage.input;
   m_record.output_tokens = usage.output;
   if (usage.input || usage.output) {
-    m_pool.count_tokens(m_attempt.index, usage.input.value_or(0), usage.output.value_or(0));
+    m_pool.count_tokens(s.key, usage.input.value_or(0), usage.output.value_or(0));
   }
 }
 
 void Exchange::finish(Downstream::Next next) {
-  if (m_phase == Phase::done) {
+  if (in<Done>()) {
     return;
   }
   stop_waiting();
-  m_phase = Phase::done;
-  ++m_generation;
+  drop_upstream();
+  if (Streaming* s = std::get_if<Streaming>(&m_phase)) {
+    count_usage(*s);
+  }
+  m_phase = Done{};
   m_watchdog.stop();
   m_timer.cancel();
-  count_usage();
-  release_key();
-  m_record.duration = duration_cast<milliseconds>(m_context.clock.now() - m_started);
+  m_lease.release();
+  m_record.duration = duration_cast<milliseconds>(m_context.mono.now() - m_started);
   log_request(m_record);
   if (m_watching_client) {
     ErrorCode ignored;

@@ -185,12 +185,11 @@ std::string UpstreamPool::origin_of(const config::KeyConfig& key) {
   return origin;
 }
 
-std::shared_ptr<UpstreamConn> UpstreamPool::take_idle(const std::string& origin) {
+std::shared_ptr<UpstreamConn> UpstreamPool::take_idle(const std::string& origin, MonoTime now) {
   auto it = m_idle.find(origin);
   if (it == m_idle.end()) {
     return nullptr;
   }
-  auto now = std::chrono::steady_clock::now();
   while (!it->second.empty()) {
     std::shared_ptr<UpstreamConn> conn = std::move(it->second.back());
     it->second.pop_back();
@@ -203,13 +202,13 @@ std::shared_ptr<UpstreamConn> UpstreamPool::take_idle(const std::string& origin)
   return nullptr;
 }
 
-void UpstreamPool::put_idle(std::shared_ptr<UpstreamConn> conn) {
+void UpstreamPool::put_idle(std::shared_ptr<UpstreamConn> conn, MonoTime now) {
   auto& idle = m_idle[conn->origin()];
   if (idle.size() >= k_max_idle_per_origin) {
     idle.front()->close();
     idle.erase(idle.begin());
   }
-  conn->idle_since = std::chrono::steady_clock::now();
+  conn->idle_since = now;
   idle.push_back(std::move(conn));
 }
 

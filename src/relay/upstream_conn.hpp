@@ -53,7 +53,7 @@ public:
   // and, with `peek`, no EOF, error or stray bytes waiting in the socket.
   bool looks_alive(bool peek);
 
-  std::chrono::steady_clock::time_point idle_since{};
+  MonoTime idle_since{};
 
 private:
   void on_resolved(const ErrorCode& ec, const tcp::resolver::results_type& results);
@@ -82,11 +82,11 @@ public:
   // one, so two proxies (or two proxy users) never share a connection.
   static std::string origin_of(const config::KeyConfig& key);
 
-  // The most recently idle connection to `origin` that still looks alive,
-  // else null. Connections idle for too long are closed on the way.
-  std::shared_ptr<UpstreamConn> take_idle(const std::string& origin);
-  // A connection whose last exchange completed cleanly, for the next request.
-  void put_idle(std::shared_ptr<UpstreamConn> conn);
+  // The most recently idle connection to `origin` that still looks alive at
+  // `now`, else null. Connections idle for too long are closed on the way.
+  std::shared_ptr<UpstreamConn> take_idle(const std::string& origin, MonoTime now);
+  // A connection whose last exchange completed cleanly at `now`, for the next request.
+  void put_idle(std::shared_ptr<UpstreamConn> conn, MonoTime now);
   // A new, unconnected connection; null with `error` when the TLS context
   // cannot be made (an unreadable ca_file).
   std::shared_ptr<UpstreamConn> make(const config::KeyConfig& key, std::string& error);

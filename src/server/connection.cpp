@@ -249,7 +249,7 @@ void Connection::refuse(int status, std::string_view message) {
 }
 
 void Connection::arm_timer(std::chrono::milliseconds limit) {
-  m_deadline = steady_clock::now() + limit;
+  m_deadline = m_server.relay_context().mono.now() + limit;
   m_timer.arm(m_deadline, [self = shared_from_this()] { self->on_timer(); });
 }
 
@@ -258,7 +258,7 @@ void Connection::on_timer() {
   if (m_phase == Phase::closed || m_phase == Phase::exchanging || m_phase == Phase::answering) {
     return; // the next arm_timer starts a wait again
   }
-  if (steady_clock::now() < m_deadline) {
+  if (m_server.relay_context().mono.now() < m_deadline) {
     m_timer.arm(m_deadline, [self = shared_from_this()] { self->on_timer(); });
     return;
   }

@@ -30,7 +30,7 @@ constexpr std::chrono::seconds k_status_interval{1};
 
 ShimServer::ShimServer(ServeOptions options)
     : m_options(std::move(options)), m_status_timer(m_ioc.get_executor()),
-      m_upstreams(m_ioc.get_executor()), m_context{m_upstreams, util::steady_clock(), m_waits},
+      m_upstreams(m_ioc.get_executor()), m_context{m_upstreams, util::steady_clock(), util::system_clock(), m_waits},
       m_state(std::make_shared<relay::PoolState>()) {
 }
 

@@ -18,4 +18,18 @@ private:
   std::atomic<util::TimePoint::rep> m_ticks;
 };
 
+// Monotonic time that moves only when a test says so: what the relay's
+// deadlines and waits read (util::MonoClock).
+class FakeMonoClock final : public util::MonoClock {
+public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+  // Starts one hour after the steady epoch, so "earlier" instants exist.
+  FakeMonoClock() : m_ticks(std::chrono::nanoseconds(std::chrono::hours(1)).count()) {}
+  TimePoint now() const override { return TimePoint(std::chrono::nanoseconds(m_ticks.load())); }
+  void advance(std::chrono::nanoseconds d) { m_ticks += d.count(); }
+
+private:
+  std::atomic<std::chrono::nanoseconds::rep> m_ticks;
+};
+
 } // namespace keyshim::test

@@ -1,0 +1,70 @@
+#include "relay/attempt_plan.hpp"
+
+#include <algorithm>
+
+namespace keyshim::relay {
+
+using namespace std::chrono;
+
+AttemptPlan::AttemptPlan(std::size_t keys, int max_attempts)
+    : m_excluded(keys, false), m_retried(keys, false), m_max_attempts(max_attempts) {}
+
+std::vector<bool> AttemptPlan::mask() const {
+  if (!m_repeat) {
+    return m_excluded;
+  }
+  std::vector<bool> mask(m_excluded.size(), true);
+  mask[*m_repeat] = false;
+  return mask;
+}
+
+bool AttemptPlan::drop_repeat() {
+  if (!m_repeat) {
+    return false;
+  }
+  m_excluded[*m_repeat] = true;
+  m_repeat.reset();
+  return true;
+}
+
+void AttemptPlan::after_failure(std::size_t index, policy::Action action) {
+  if (action == policy::Action::retry_same_key && !m_retried[index]) {
+    m_retried[index] = true;
+    m_repeat = index;
+    return;
+  }
+  m_excluded[index] = true;
+  m_repeat.reset();
+}
+
+Answer AttemptPlan::final_answer() const {
+  return m_last_error ? *m_last_error : unreachable_answer(m_tried);
+}
+
+std::optional<AttemptPlan::Wait> AttemptPlan::wait_for(const pool::Selection& selection, milliseconds max_wait,
+                                                       MonoTime now, util::TimePoint wall_now) {
+  if (max_wait.count() == 0) {
+    return std::nullopt;
+  }
+  if (!m_wait_since) {
+    m_wait_since = now;
+  }
+  const MonoTime until = *m_wait_since + max_wait;
+  if (now >= until) {
+    return std::nullopt;
+  }
+  std::optional<MonoTime> cooldown_end;
+  if (selection.earliest_available) {
+    cooldown_end = now + duration_cast<milliseconds>(*selection.earliest_available - wall_now);
+  }
+  if (!selection.busy && !(cooldown_end && *cooldown_end < until)) {
+    return std::nullopt;
+  }
+  return Wait{cooldown_end ? std::min(*cooldown_end, until) : until, until};
+}
+
+milliseconds AttemptPlan::waited(MonoTime now) const {
+  return m_wait_since ? duration_cast<milliseconds>(now - *m_wait_since) : milliseconds(0);
+}
+
+} // namespace keyshim::relay

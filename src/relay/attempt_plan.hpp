@@ -1,0 +1,86 @@
+#pragma once
+// What one request remembers across its attempts, and the decisions made
+// from it: which keys the next attempt may use, whether the same key is
+// repeated once, how long it may wait for a key, and what the client gets
+// when attempts or keys run out. Pure: no I/O, time comes in as arguments,
+// so tests drive it without sockets or sleeps.
+#include "policy/failure_policy.hpp"
+#include "pool/key_pool.hpp"
+#include "relay/answers.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace keyshim::relay {
+
+using std::chrono::milliseconds;
+using MonoTime = std::chrono::steady_clock::time_point;
+
+class AttemptPlan {
+public:
+  AttemptPlan(std::size_t keys, int max_attempts);
+
+  // The keys the next acquire must skip: those excluded for this request,
+  // or every key but the one to repeat.
+  std::vector<bool> mask() const;
+  bool out_of_attempts() const { return m_attempts >= m_max_attempts; }
+  int attempts() const { return m_attempts; }
+  // The key to repeat was not eligible (its failure cooled it): exclude it.
+  // False when no key was being repeated.
+  bool drop_repeat();
+  // An attempt begins.
+  void begin() { ++m_attempts; }
+  // The verdict on the attempt with `index` said to try again: the same key
+  // once (retry_same_key, the first time for that key), else another key.
+  void after_failure(std::size_t index, policy::Action action);
+
+  // What the attempt with a key got, for the 502 ("label: what happened").
+  void note_tried(std::string entry) { m_tried.push_back(std::move(entry)); }
+  // An upstream error answer: the most truthful answer once keys run out.
+  void note_error(Answer answer) { m_last_error = std::move(answer); }
+  // The answer when attempts or keys run out: the last upstream error, or a
+  // 502 naming what each key got.
+  Answer final_answer() const;
+  // The last upstream error, when the verdict says to relay it.
+  const Answer& last_error() const { return *m_last_error; }
+
+  // ---- waiting for a key (max_wait)
+  struct Wait {
+    MonoTime due;   // when to try again: a cooldown's end, or the end of max_wait
+    MonoTime until; // the end of max_wait, measured from the first wait
+  };
+  // Whether the request waits after `selection` found no key, and until when.
+  // It does while max_wait has time left and a key may become eligible within
+  // it: one busy at its max_concurrent, or a cooldown that ends before the
+  // wait would. `now` and `wall_now` are the same instant on the two clocks.
+  std::optional<Wait> wait_for(const pool::Selection& selection, milliseconds max_wait, MonoTime now,
+                               util::TimePoint wall_now);
+  // How long the request has waited so far (zero if it never did).
+  milliseconds waited(MonoTime now) const;
+  bool has_waited() const { return m_wait_since.has_value(); }
+  // Keys that failed earlier in this request and are cooling (`cooling(i)`)
+  // become eligible again: they are what a wait is for (one key, a 429 with
+  // Retry-After: 2). max_attempts still bounds the attempts.
+  template <class Cooling> void readmit(Cooling cooling) {
+    for (std::size_t i = 0; i < m_excluded.size(); ++i) {
+      if (m_excluded[i] && cooling(i)) {
+        m_excluded[i] = false;
+      }
+    }
+  }
+
+private:
+  std::vector<bool> m_excluded;
+  std::vector<bool> m_retried; // keys already repeated once
+  std::optional<std::size_t> m_repeat;
+  int m_attempts = 0;
+  int m_max_attempts;
+  std::vector<std::string> m_tried;
+  std::optional<Answer> m_last_error;
+  std::optional<MonoTime> m_wait_since; // max_wait runs from the first wait
+};
+
+} // namespace keyshim::relay

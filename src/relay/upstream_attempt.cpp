@@ -1,0 +1,188 @@
+#include "relay/upstream_attempt.hpp"
+
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/read.hpp>
+
+#include <array>
+#include <limits>
+
+namespace keyshim::relay {
+namespace {
+
+// Interim responses (103 Early Hints) skipped before the real one.
+constexpr int k_max_interim_responses = 8;
+// A longer response head is a failed attempt, not memory.
+constexpr std::uint32_t k_max_response_head = 64 * 1024;
+
+} // namespace
+
+UpstreamAttempt::UpstreamAttempt(UpstreamPool& upstreams, const config::KeyConfig& key, Request request,
+                                 char* pieces, std::size_t piece_size, std::shared_ptr<AttemptEvents> events)
+    : m_upstreams(upstreams), m_key(key), m_request(std::move(request)), m_pieces(pieces),
+      m_piece_size(piece_size), m_events(std::move(events)) {}
+
+void UpstreamAttempt::start(MonoTime now) {
+  m_conn = m_upstreams.take_idle(UpstreamPool::origin_of(m_key), now);
+  if (m_conn) {
+    m_reused = true;
+    send();
+    return;
+  }
+  connect_fresh();
+}
+
+void UpstreamAttempt::connect_fresh() {
+  std::string error;
+  m_reused = false;
+  m_conn = m_upstreams.make(m_key, error);
+  if (!m_conn) {
+    fail(policy::TransportFailure::tls, error);
+    return;
+  }
+  m_events->attempt_connecting();
+  m_conn->connect(m_key.base_url, [self = shared_from_this(), generation = m_generation](
+                                      ConnectFailure failure, const std::string& detail) {
+    self->on_connected(generation, failure, detail);
+  });
+}
+
+void UpstreamAttempt::on_connected(unsigned generation, ConnectFailure failure, const std::string& detail) {
+  std::shared_ptr<AttemptEvents> events = current(generation);
+  if (!events) {
+    return;
+  }
+  if (failure != ConnectFailure::none) {
+    fail(failure == ConnectFailure::tls ? policy::TransportFailure::tls : policy::TransportFailure::connect,
+         detail);
+    return;
+  }
+  send();
+}
+
+void UpstreamAttempt::send() {
+  m_events->attempt_sending();
+  std::array<asio::const_buffer, 2> buffers = {asio::buffer(m_request.head), asio::buffer(*m_request.body)};
+  m_conn->with_stream([&](auto& stream) {
+    asio::async_write(stream, buffers,
+                      [self = shared_from_this(), conn = m_conn, generation = m_generation](
+                          const ErrorCode& ec, std::size_t) { self->on_sent(generation, ec); });
+  });
+}
+
+void UpstreamAttempt::on_sent(unsigned generation, const ErrorCode& ec) {
+  std::shared_ptr<AttemptEvents> events = current(generation);
+  if (!events) {
+    return;
+  }
+  if (ec) {
+    fail(policy::TransportFailure::closed_before_response, ec.message());
+    return;
+  }
+  read_head();
+}
+
+void UpstreamAttempt::read_head() {
+  m_parser = std::make_shared<ResponseParser>();
+  m_parser->header_limit(k_max_response_head);
+  m_parser->body_limit(std::numeric_limits<std::uint64_t>::max()); // never boost::none (Beast 1.74 bug)
+  if (m_request.head_method) {
+    m_parser->skip(true);
+  }
+  m_conn->with_stream([&](auto& stream) {
+    http::async_read_header(stream, m_conn->buffer(), *m_parser,
+                            [self = shared_from_this(), conn = m_conn, parser = m_parser,
+                             generation = m_generation](const ErrorCode& ec, std::size_t) {
+                              self->on_head(generation, ec);
+                            });
+  });
+}
+
+void UpstreamAttempt::on_head(unsigned generation, const ErrorCode& ec) {
+  std::shared_ptr<AttemptEvents> events = current(generation);
+  if (!events) {
+    return;
+  }
+  if (ec) {
+    fail(policy::TransportFailure::closed_before_response,
+         ec == http::error::header_limit ? "response head over 64 KiB" : ec.message());
+    return;
+  }
+  int status = static_cast<int>(m_parser->get().result_int());
+  if (status >= 100 && status < 200 && status != 101) {
+    if (++m_interim > k_max_interim_responses) {
+      fail(policy::TransportFailure::closed_before_response, "too many interim responses");
+      return;
+    }
+    read_head(); // an interim response: the real one follows on the same connection
+    return;
+  }
+  events->attempt_head();
+}
+
+void UpstreamAttempt::read_body() {
+  m_parser->get().body().data = m_pieces;
+  m_parser->get().body().size = m_piece_size;
+  m_conn->with_stream([&](auto& stream) {
+    http::async_read_some(stream, m_conn->buffer(), *m_parser,
+                          [self = shared_from_this(), conn = m_conn, parser = m_parser,
+                           generation = m_generation](const ErrorCode& ec, std::size_t) {
+                            self->on_piece(generation, ec);
+                          });
+  });
+}
+
+void UpstreamAttempt::on_piece(unsigned generation, const ErrorCode& error) {
+  std::shared_ptr<AttemptEvents> events = current(generation);
+  if (!events) {
+    return;
+  }
+  std::size_t n = m_piece_size - m_parser->get().body().size;
+  std::string_view piece(m_pieces, n);
+  if (error && error != http::error::need_buffer) {
+    events->attempt_body_failed(piece, error.message());
+    return;
+  }
+  bool done = m_parser->is_done();
+  if (n == 0 && !done) {
+    read_body(); // only a chunk header was parsed: an empty piece would end the stream
+    return;
+  }
+  events->attempt_body(piece, done);
+}
+
+// A pooled connection the upstream had closed while idle fails at once,
+// before any byte: that is not the key's fault, so try a fresh connection.
+void UpstreamAttempt::fail(policy::TransportFailure failure, const std::string& detail) {
+  bool stale = m_reused && failure == policy::TransportFailure::closed_before_response &&
+               !(m_parser && m_parser->got_some());
+  close();
+  if (stale) {
+    ++m_generation;
+    connect_fresh();
+    return;
+  }
+  std::shared_ptr<AttemptEvents> events = m_events; // the report may abandon this attempt
+  events->attempt_failed(failure, detail);
+}
+
+void UpstreamAttempt::abandon() {
+  close();
+  ++m_generation;
+  m_events.reset();
+}
+
+void UpstreamAttempt::finish(MonoTime now) {
+  if (m_conn && m_parser && m_parser->is_done() && m_parser->keep_alive()) {
+    m_upstreams.put_idle(std::move(m_conn), now);
+  }
+  abandon();
+}
+
+void UpstreamAttempt::close() {
+  if (m_conn) {
+    m_conn->close();
+    m_conn.reset();
+  }
+}
+
+} // namespace keyshim::relay

@@ -1,0 +1,95 @@
+#pragma once
+// One attempt with one key: take an idle pooled connection or connect, send
+// the request, read the response head (skipping interim 1xx ones), then the
+// body piece by piece as its exchange asks. The attempt reports what
+// happens through AttemptEvents and decides nothing about keys; deadlines
+// are the exchange's. Event-loop thread only.
+//
+// One guard rule for every handler: it acts only while the attempt is
+// current, i.e. its generation is the attempt's and the exchange has not
+// abandoned it. A stale pooled connection replaced by a fresh one starts a
+// new generation, so the old connection's late handlers do nothing.
+#include "config/config.hpp"
+#include "policy/failure_policy.hpp"
+#include "relay/beast.hpp"
+#include "relay/upstream_conn.hpp"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace keyshim::relay {
+
+class AttemptEvents {
+public:
+  virtual ~AttemptEvents() = default;
+  // A fresh connection is being made (connect_timeout applies).
+  virtual void attempt_connecting() = 0;
+  // The request is being sent (first_byte_timeout applies).
+  virtual void attempt_sending() = 0;
+  // The final response head arrived: head() is readable.
+  virtual void attempt_head() = 0;
+  // Body bytes (`piece` may be empty when `done`); ask for more with read_body().
+  virtual void attempt_body(std::string_view piece, bool done) = 0;
+  // Reading the body failed; `piece` holds what arrived with the failure.
+  virtual void attempt_body_failed(std::string_view piece, const std::string& error) = 0;
+  // No response: the connection, TLS, the send or the head failed.
+  virtual void attempt_failed(policy::TransportFailure failure, const std::string& detail) = 0;
+};
+
+class UpstreamAttempt : public std::enable_shared_from_this<UpstreamAttempt> {
+public:
+  struct Request {
+    std::string head;        // the upstream request head, key included
+    const std::string* body; // the client's body, alive as long as the exchange
+    bool head_method;        // a HEAD request: the response has no body
+  };
+  // `pieces` is k_piece_size bytes where body pieces land.
+  UpstreamAttempt(UpstreamPool& upstreams, const config::KeyConfig& key, Request request, char* pieces,
+                  std::size_t piece_size, std::shared_ptr<AttemptEvents> events);
+
+  // Begin: an idle pooled connection at `now` if one looks alive, else a fresh one.
+  void start(MonoTime now);
+  // Read the next body piece (after attempt_head or attempt_body).
+  void read_body();
+  // The exchange moved on (deadline, hang-up, verdict): close, report nothing more.
+  void abandon();
+  // The response was read as far as the exchange wants it: keep the
+  // connection for the next request when it ended cleanly, else close it.
+  void finish(MonoTime now);
+
+  const http::response_header<>& head() const { return m_parser->get(); }
+  const ResponseParser& parser() const { return *m_parser; }
+  std::size_t piece_size() const { return m_piece_size; }
+
+private:
+  // The exchange to report to, held for the handler's whole run (a report
+  // may end the exchange), or null when the handler is stale.
+  std::shared_ptr<AttemptEvents> current(unsigned generation) const {
+    return generation == m_generation ? m_events : nullptr;
+  }
+  void connect_fresh();
+  void on_connected(unsigned generation, ConnectFailure failure, const std::string& detail);
+  void send();
+  void on_sent(unsigned generation, const ErrorCode& ec);
+  void read_head();
+  void on_head(unsigned generation, const ErrorCode& ec);
+  void on_piece(unsigned generation, const ErrorCode& ec);
+  void fail(policy::TransportFailure failure, const std::string& detail);
+  void close();
+
+  UpstreamPool& m_upstreams;
+  const config::KeyConfig& m_key;
+  Request m_request;
+  char* m_pieces;
+  std::size_t m_piece_size;
+  std::shared_ptr<AttemptEvents> m_events; // null once abandoned or finished
+  std::shared_ptr<UpstreamConn> m_conn;
+  std::shared_ptr<ResponseParser> m_parser; // shared with its pending read, like the connection
+  bool m_reused = false;                    // a pooled connection: a stale one earns one fresh retry
+  int m_interim = 0;                        // 1xx responses skipped
+  unsigned m_generation = 0;
+};
+
+} // namespace keyshim::relay
