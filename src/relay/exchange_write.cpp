@@ -3,6 +3,7 @@
 #include "relay/exchange.hpp"
 
 #include "relay/redact.hpp"
+#include "util/http_text.hpp"
 #include "util/log.hpp"
 
 #include <boost/asio/write.hpp>
@@ -15,9 +16,6 @@ namespace keyshim::relay {
 namespace {
 
 using namespace std::chrono;
-
-constexpr std::string_view k_crlf = "\r\n";
-constexpr std::string_view k_last_chunk = "0\r\n\r\n";
 
 } // namespace
 
@@ -73,11 +71,11 @@ void Exchange::write_piece(std::string_view data, bool last) {
   m_suffix.clear();
   if (m_framing == Framing::chunked) {
     if (!data.empty()) {
-      fmt::format_to(std::back_inserter(m_prefix), "{:x}\r\n", data.size());
-      m_suffix = k_crlf;
+      util::append_chunk_size(m_prefix, data.size());
+      util::append_chunk_end(m_suffix);
     }
     if (last) {
-      m_suffix += k_last_chunk;
+      util::append_last_chunk(m_suffix);
     }
   }
   std::array<asio::const_buffer, 3> buffers = {asio::buffer(m_prefix), asio::buffer(data.data(), data.size()),
