@@ -1,39 +1,15 @@
 #pragma once
 // What one upstream attempt's outcome means: for the request (commit, relay to
 // the client, retry the same key, try the next key) and for the key's health.
-// Pure: no I/O, no httplib; time comes in as an argument.
+// Pure: no I/O and no HTTP library (the relay turns what it read into an
+// Outcome); time comes in as an argument.
+#include "policy/types.hpp"
 #include "util/clock.hpp"
 
 #include <chrono>
 #include <string>
-#include <vector>
 
 namespace keyshim::policy {
-
-using std::chrono::milliseconds;
-
-enum class TransportFailure {
-  none,                   // an HTTP response arrived
-  connect,                // refused, unreachable, connect timeout
-  tls,                    // handshake or certificate failure
-  closed_before_response, // reset/close before a complete status line and headers
-  first_byte_timeout,     // headers or first body bytes did not arrive in time
-};
-
-struct Header {
-  std::string name; // as received; compare case-insensitively
-  std::string value;
-};
-
-struct Outcome {
-  TransportFailure transport = TransportFailure::none;
-  int status = 0;
-  std::vector<Header> headers;
-  // For an error status: the buffered body. For a 2xx event stream: the bytes
-  // received up to and including the first complete event. Otherwise empty.
-  std::string body;
-  bool event_stream = false; // Content-Type is text/event-stream
-};
 
 enum class Action {
   commit,         // 2xx/3xx with a healthy start: send it to the client

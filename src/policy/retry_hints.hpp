@@ -1,9 +1,12 @@
 #pragma once
 // How long a provider asks us to wait, from its headers or error body.
-#include "policy/failure_policy.hpp"
+#include "policy/types.hpp"
+#include "util/clock.hpp"
 
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace keyshim::policy {
 

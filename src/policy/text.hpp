@@ -1,6 +1,6 @@
 #pragma once
 // Small ASCII text helpers shared by the policy sources (internal header).
-#include "policy/failure_policy.hpp"
+#include "policy/types.hpp"
 #include "util/ascii.hpp"
 
 #include <optional>

@@ -29,21 +29,13 @@
 // early, leaves usage unknown (JSON) or at the counts of the events that were
 // complete (event streams: a cut stream's counts can be lower than what the
 // provider bills).
+#include "policy/types.hpp"
+
 #include <cstddef>
-#include <cstdint>
 #include <memory>
-#include <optional>
 #include <string_view>
 
 namespace keyshim::policy {
-
-// Token counts of one response; nullopt when the response did not tell.
-struct Usage {
-  std::optional<std::uint64_t> input;
-  std::optional<std::uint64_t> output;
-
-  bool operator==(const Usage&) const = default;
-};
 
 // A meter for one response body. Cheap on the relay's hot path: an event
 // stream costs a scan for line ends and a copy of each event's data, and only

@@ -1,7 +1,7 @@
 #pragma once
 // Reading token counts out of usage reports, the counting rules of
 // policy/usage_meter.hpp (internal header of the usage meter).
-#include "policy/usage_meter.hpp"
+#include "policy/types.hpp"
 
 #include <cstdint>
 #include <optional>

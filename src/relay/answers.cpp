@@ -1,11 +1,11 @@
 #include "relay/answers.hpp"
 
-#include "relay/beast.hpp"
 #include "relay/header_rules.hpp"
-#include "relay/json_error.hpp"
 #include "relay/redact.hpp"
 #include "util/ascii.hpp"
 #include "util/duration.hpp"
+#include "util/http_text.hpp"
+#include "util/json_error.hpp"
 
 #include <fmt/format.h>
 
@@ -41,7 +41,7 @@ Answer json_error_answer(int status, std::string_view message, std::string_view 
   Answer answer;
   answer.status = status;
   answer.headers.emplace_back("Content-Type", "application/json");
-  answer.body = json_error_body(message, type, code);
+  answer.body = util::json_error_body(message, type, code);
   return answer;
 }
 
@@ -86,19 +86,17 @@ Answer no_key_answer(const pool::Selection& selection, util::TimePoint now, mill
 }
 
 std::string serialize(const Answer& answer, bool head_request, bool close) {
-  std::string_view reason = answer.reason;
-  if (reason.empty()) {
-    reason = http::obsolete_reason(static_cast<http::status>(answer.status));
-  }
-  std::string out = fmt::format("HTTP/1.1 {} {}\r\n", answer.status, reason);
+  std::string out;
+  out.reserve(256 + (head_request ? 0 : answer.body.size()));
+  util::append_status_line(out, answer.status, answer.reason);
   for (const auto& [name, value] : answer.headers) {
-    out.append(name).append(": ").append(value).append("\r\n");
+    util::append_field(out, name, value);
   }
-  out.append(fmt::format("Content-Length: {}\r\n", answer.body.size()));
+  util::append_content_length(out, answer.body.size());
   if (close) {
-    out.append("Connection: close\r\n");
+    util::append_field(out, "Connection", "close");
   }
-  out.append("\r\n");
+  util::end_head(out);
   if (!head_request) {
     out.append(answer.body);
   }

@@ -1,18 +1,11 @@
 #include "relay/client_stream.hpp"
 
 #include "relay/redact.hpp"
-
-#include <fmt/format.h>
+#include "util/http_text.hpp"
 
 #include <optional>
 
 namespace keyshim::relay {
-namespace {
-
-constexpr std::string_view k_crlf = "\r\n";
-constexpr std::string_view k_last_chunk = "0\r\n\r\n";
-
-} // namespace
 
 Framing framing_for(http::verb method, unsigned client_version, int status, bool has_content_length) {
   if (method == http::verb::head || status == 204 || status == 304) {
@@ -43,11 +36,11 @@ void ClientStream::frame(std::size_t size, bool last) {
     return;
   }
   if (size != 0) {
-    fmt::format_to(std::back_inserter(m_prefix), "{:x}\r\n", size);
-    m_suffix = k_crlf;
+    util::append_chunk_size(m_prefix, size);
+    util::append_chunk_end(m_suffix);
   }
   if (last) {
-    m_suffix += k_last_chunk;
+    util::append_last_chunk(m_suffix);
   }
 }
 

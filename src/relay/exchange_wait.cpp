@@ -3,7 +3,6 @@
 // to free, in the pool's WaitRoom, first come, first served.
 #include "relay/exchange.hpp"
 
-#include "relay/json_error.hpp"
 #include "util/duration.hpp"
 #include "util/log.hpp"
 

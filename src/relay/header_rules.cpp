@@ -2,6 +2,7 @@
 
 #include "relay/redact.hpp"
 #include "util/ascii.hpp"
+#include "util/http_text.hpp"
 
 #include <fmt/format.h>
 
@@ -62,10 +63,6 @@ std::string remove_query_params(std::string_view target, const std::vector<std::
   return out;
 }
 
-void append_field(std::string& head, std::string_view name, std::string_view value) {
-  head.append(name).append(": ").append(value).append("\r\n");
-}
-
 std::string host_field(const config::UpstreamUrl& url) {
   bool default_port = (url.tls() && url.port == 443) || (!url.tls() && url.port == 80);
   bool v6 = url.host.find(':') != std::string::npos;
@@ -76,16 +73,16 @@ std::string host_field(const config::UpstreamUrl& url) {
 void append_auth(std::string& head, const config::Auth& auth, const std::string& key) {
   switch (auth.style) {
   case config::AuthStyle::bearer:
-    head.append("Authorization: Bearer ").append(key).append("\r\n");
+    util::append_field(head, "Authorization", [&](std::string& out) { out.append("Bearer ").append(key); });
     break;
   case config::AuthStyle::x_api_key:
-    append_field(head, "x-api-key", key);
+    util::append_field(head, "x-api-key", key);
     break;
   case config::AuthStyle::x_goog_api_key:
-    append_field(head, "x-goog-api-key", key);
+    util::append_field(head, "x-goog-api-key", key);
     break;
   case config::AuthStyle::api_key:
-    append_field(head, "api-key", key);
+    util::append_field(head, "api-key", key);
     break;
   case config::AuthStyle::query:
     break; // placed in the target
@@ -129,8 +126,8 @@ std::string upstream_head(const http::request_header<>& client, std::string_view
                           const config::KeyConfig& key, std::optional<std::size_t> body_size) {
   std::string head;
   head.reserve(1024);
-  head.append(client.method_string()).append(" ").append(target).append(" HTTP/1.1\r\n");
-  append_field(head, "Host", host_field(key.base_url));
+  util::append_request_line(head, client.method_string(), target);
+  util::append_field(head, "Host", host_field(key.base_url));
   const bool connection_lists = has_connection_field(client);
   for (const auto& field : client) {
     std::string_view name = field.name_string();
@@ -139,13 +136,13 @@ std::string upstream_head(const http::request_header<>& client, std::string_view
         (connection_lists && named_by_connection(client, name))) {
       continue;
     }
-    append_field(head, name, field.value());
+    util::append_field(head, name, field.value());
   }
   append_auth(head, key.auth, key.secret.reveal());
   if (body_size) {
-    append_field(head, "Content-Length", std::to_string(*body_size));
+    util::append_content_length(head, *body_size);
   }
-  head.append("\r\n");
+  util::end_head(head);
   return head;
 }
 
@@ -153,11 +150,7 @@ std::string client_head(const http::response_header<>& upstream, Framing framing
                         std::optional<std::uint64_t> content_length, bool close, const Redactor& redact) {
   std::string head;
   head.reserve(1024);
-  std::string_view reason = upstream.reason();
-  if (reason.empty()) {
-    reason = http::obsolete_reason(upstream.result());
-  }
-  head.append(fmt::format("HTTP/1.1 {} ", upstream.result_int())).append(reason).append("\r\n");
+  util::append_status_line(head, static_cast<int>(upstream.result_int()), upstream.reason());
   const bool connection_lists = has_connection_field(upstream);
   for (const auto& field : upstream) {
     std::string_view name = field.name_string();
@@ -166,19 +159,17 @@ std::string client_head(const http::response_header<>& upstream, Framing framing
         (connection_lists && named_by_connection(upstream, name))) {
       continue;
     }
-    head.append(name).append(": ");
-    redact.append(head, field.value());
-    head.append("\r\n");
+    util::append_field(head, name, [&](std::string& out) { redact.append(out, field.value()); });
   }
   if (framing == Framing::content_length && content_length) {
-    append_field(head, "Content-Length", std::to_string(*content_length));
+    util::append_content_length(head, *content_length);
   } else if (framing == Framing::chunked) {
-    append_field(head, "Transfer-Encoding", "chunked");
+    util::append_field(head, "Transfer-Encoding", "chunked");
   }
   if (close) {
-    append_field(head, "Connection", "close");
+    util::append_field(head, "Connection", "close");
   }
-  head.append("\r\n");
+  util::end_head(head);
   return head;
 }
 

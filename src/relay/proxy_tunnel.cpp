@@ -1,5 +1,6 @@
 #include "relay/proxy_tunnel.hpp"
 
+#include "util/http_text.hpp"
 #include "util/secret.hpp"
 
 #include <boost/asio/write.hpp>
@@ -120,13 +121,12 @@ std::string connect_request(const config::ProxyUrl& proxy, const std::string& ho
   // Reserved up front so that no reallocation leaves a copy of the
   // credentials behind in freed memory.
   request.reserve(2 * target.size() + 64 + (proxy.authorization ? proxy.authorization->reveal().size() : 0));
-  request += fmt::format("CONNECT {} HTTP/1.1\r\nHost: {}\r\n", target, target);
+  util::append_request_line(request, "CONNECT", target);
+  util::append_field(request, "Host", target);
   if (proxy.authorization) {
-    request += "Proxy-Authorization: ";
-    request += proxy.authorization->reveal();
-    request += "\r\n";
+    util::append_field(request, "Proxy-Authorization", proxy.authorization->reveal());
   }
-  request += "\r\n";
+  util::end_head(request);
   return request;
 }
 

@@ -1,7 +1,7 @@
 // What keyshim answers itself, before anything is relayed: the guards that
 // protect the port holding the keys, /health, /status, /metrics, `HEAD /`,
 // and the 503 that explains an unusable pool file.
-#include "relay/json_error.hpp"
+#include "relay/answers.hpp"
 #include "relay/request_log.hpp"
 #include "server/metrics.hpp"
 #include "server/request_guard.hpp"

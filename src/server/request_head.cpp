@@ -1,7 +1,8 @@
 #include "server/request_head.hpp"
 
 #include "util/ascii.hpp"
-#include "util/json.hpp"
+#include "util/http_text.hpp"
+#include "util/json_error.hpp"
 
 #include <fmt/format.h>
 
@@ -14,27 +15,6 @@ namespace {
 
 using util::iequals;
 using util::trim;
-
-const char* reason_phrase(int status) {
-  switch (status) {
-  case 400:
-    return "Bad Request";
-  case 408:
-    return "Request Timeout";
-  case 413:
-    return "Content Too Large";
-  case 414:
-    return "URI Too Long";
-  case 431:
-    return "Request Header Fields Too Large";
-  case 405:
-    return "Method Not Allowed";
-  case 501:
-    return "Not Implemented";
-  default:
-    return "Error";
-  }
-}
 
 } // namespace
 
@@ -136,17 +116,20 @@ HeadVerdict check_parsed_head(const relay::http::request_header<>& head) {
 }
 
 std::string error_response(int status, std::string_view message) {
-  // relay::json_error_body's shape, built here so the head gate (and its
-  // fuzz target) needs only util.
-  util::Json error;
-  error.add("message", util::Json::make_string(fmt::format("keyshim: {}", message)))
-      .add("type", util::Json::make_string("keyshim_bad_request"))
-      .add("code", util::Json::make_string(fmt::format("http_{}", status)));
-  std::string body = util::Json().add("error", std::move(error)).dump();
-  return fmt::format("HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n"
-                     "{}Connection: close\r\n\r\n{}",
-                     status, reason_phrase(status), body.size(),
-                     status == 405 ? "Allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n" : "", body);
+  std::string body = util::json_error_body(fmt::format("keyshim: {}", message), "keyshim_bad_request",
+                                           fmt::format("http_{}", status));
+  std::string out;
+  out.reserve(192 + body.size());
+  util::append_status_line(out, status);
+  util::append_field(out, "Content-Type", "application/json");
+  util::append_content_length(out, body.size());
+  if (status == 405) {
+    util::append_field(out, "Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS");
+  }
+  util::append_field(out, "Connection", "close");
+  util::end_head(out);
+  out.append(body);
+  return out;
 }
 
 } // namespace keyshim::server

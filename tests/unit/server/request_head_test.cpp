@@ -142,6 +142,21 @@ TEST(CheckParsedHead, RefusalsBecomeACompleteErrorResponse) {
   EXPECT_NE(response.find("Connection: close"), std::string::npos);
 }
 
+TEST(RequestHead, ErrorResponseBytesAreExact) {
+  const std::string too_large = R"({"error":{"message":"keyshim: body over 1 bytes",)"
+                                R"("type":"keyshim_bad_request","code":"http_413"}})";
+  EXPECT_EQ(error_response(413, "body over 1 bytes"),
+            "HTTP/1.1 413 Content Too Large\r\nContent-Type: application/json\r\nContent-Length: " +
+                std::to_string(too_large.size()) + "\r\nConnection: close\r\n\r\n" + too_large);
+  const std::string trace = R"({"error":{"message":"keyshim: TRACE is not relayed",)"
+                            R"("type":"keyshim_bad_request","code":"http_405"}})";
+  EXPECT_EQ(error_response(405, "TRACE is not relayed"),
+            "HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json\r\nContent-Length: " +
+                std::to_string(trace.size()) +
+                "\r\nAllow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\nConnection: close\r\n\r\n" +
+                trace);
+}
+
 TEST(RequestGuard, LoopbackHostHeaders) {
   for (const char* ok :
        {"", "localhost", "LocalHost:8787", "127.0.0.1", "127.255.0.1:1", "[::1]", "[::1]:8787"}) {

@@ -1,11 +1,10 @@
-#include "relay/json_error.hpp"
+#include "util/json_error.hpp"
 
 #include "util/json.hpp"
 
-namespace keyshim::relay {
+namespace keyshim::util {
 
 std::string json_error_body(std::string_view message, std::string_view type, std::string_view code) {
-  using util::Json;
   Json error;
   error.add("message", Json::make_string(std::string(message)))
       .add("type", Json::make_string(std::string(type)))
@@ -13,4 +12,4 @@ std::string json_error_body(std::string_view message, std::string_view type, std
   return Json().add("error", std::move(error)).dump();
 }
 
-} // namespace keyshim::relay
+} // namespace keyshim::util
