@@ -1,9 +1,9 @@
 #include "server/connection.hpp"
 
 #include "relay/answers.hpp"
-#include "server/request_head.hpp"
 #include "server/own_endpoints.hpp"
 #include "server/published_state.hpp"
+#include "server/request_head.hpp"
 #include "util/ascii.hpp"
 #include "util/log.hpp"
 

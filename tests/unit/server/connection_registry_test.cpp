@@ -13,7 +13,8 @@
 namespace keyshim::server {
 namespace {
 
-class FakeConnection : public ConnectionRegistry::Member, public std::enable_shared_from_this<FakeConnection> {
+class FakeConnection : public ConnectionRegistry::Member,
+                       public std::enable_shared_from_this<FakeConnection> {
 public:
   FakeConnection(ConnectionRegistry& registry, std::string name, std::vector<std::string>& told)
       : Member(registry), m_name(std::move(name)), m_told(told) {}
@@ -45,7 +46,8 @@ TEST(ConnectionRegistry, DrainAndAbortReachEveryLiveConnectionInArrivalOrder) {
   registry.drain_all();
   registry.abort_all();
 
-  EXPECT_EQ(told, (std::vector<std::string>{"drain a", "drain b", "drain c", "abort a", "abort b", "abort c"}));
+  EXPECT_EQ(told,
+            (std::vector<std::string>{"drain a", "drain b", "drain c", "abort a", "abort b", "abort c"}));
 }
 
 TEST(ConnectionRegistry, ADestroyedConnectionLeavesTheRegistry) {

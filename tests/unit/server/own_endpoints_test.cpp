@@ -39,8 +39,8 @@ protected:
     for (const config::PoolConfig& pool : config->pools) {
       pools.push_back(std::make_shared<pool::KeyPool>(pool.keys, pool.upstream.strategy, m_clock));
     }
-    m_published.publish(std::make_shared<relay::PoolState>(
-        relay::PoolState::serving(std::move(config), std::move(pools))));
+    m_published.publish(
+        std::make_shared<relay::PoolState>(relay::PoolState::serving(std::move(config), std::move(pools))));
   }
 
   std::optional<relay::Answer> ask(http::verb verb, const char* target, const char* host = "127.0.0.1:8787") {
@@ -135,8 +135,9 @@ TEST_F(OwnEndpointsTest, APathNoPoolServesIsAnswered404NamingTheRoutes) {
   std::optional<relay::Answer> answer = ask(http::verb::post, "/v1/chat/completions?x=1");
   ASSERT_TRUE(answer);
   EXPECT_EQ(answer->status, 404);
-  EXPECT_NE(answer->body.find("keyshim: no pool serves /v1/chat/completions; this keyshim's pools are at /openai/"),
-            std::string::npos)
+  EXPECT_NE(
+      answer->body.find("keyshim: no pool serves /v1/chat/completions; this keyshim's pools are at /openai/"),
+      std::string::npos)
       << answer->body;
   EXPECT_TRUE(log.contains("no pool serves this path"));
   EXPECT_FALSE(ask(http::verb::post, "/openai/v1/chat/completions")) << "a routed path is relayed";
