@@ -197,7 +197,7 @@ void Connection::on_body(const ErrorCode& ec) {
 // costs nothing, where cancelling and re-arming cost a system call each.
 void Connection::dispatch() {
   std::optional<relay::Route> route = m_state->route(m_parser->get().target());
-  if (!route) { // answer_own has answered every target that no pool owns
+  if (!route) { // OwnEndpoints has answered every target that no pool owns
     refuse(404, "no pool serves this path");
     return;
   }
