@@ -16,6 +16,8 @@
 
 #include <unistd.h>
 
+#include <deque>
+
 namespace keyshim::server {
 namespace {
 
