@@ -1,9 +1,11 @@
 #include "server/connection.hpp"
 
 #include "relay/answers.hpp"
+#include "server/own_endpoints.hpp"
+#include "server/published_state.hpp"
 #include "server/request_head.hpp"
-#include "server/shim_server.hpp"
 #include "util/ascii.hpp"
+#include "util/http_text.hpp"
 #include "util/log.hpp"
 
 #include <boost/asio/write.hpp>
@@ -29,13 +31,9 @@ std::string_view buffered(const relay::beast::flat_buffer& buffer) {
 
 } // namespace
 
-Connection::Connection(relay::Socket socket, ShimServer& server)
-    : m_socket(std::move(socket)), m_server(server), m_timer(m_socket.get_executor()) {
-  m_server.attach(this);
-}
-
-Connection::~Connection() {
-  m_server.detach(this);
+Connection::Connection(relay::Socket socket, const ConnectionContext& context)
+    : Member(context.registry), m_socket(std::move(socket)), m_context(context),
+      m_timer(m_socket.get_executor()) {
 }
 
 void Connection::start() {
@@ -50,9 +48,9 @@ void Connection::start() {
 void Connection::read_head() {
   m_phase = Phase::reading_head;
   m_parser.emplace();
-  m_parser->header_limit(static_cast<std::uint32_t>(m_server.head_limits().max_head_bytes + 1024));
-  arm_timer(m_requests == 0 || m_buffer.size() > 0 ? m_server.limits().head_timeout
-                                                   : m_server.limits().keep_alive);
+  m_parser->header_limit(static_cast<std::uint32_t>(m_context.head_limits.max_head_bytes + 1024));
+  arm_timer(m_requests == 0 || m_buffer.size() > 0 ? m_context.limits.head_timeout
+                                                   : m_context.limits.keep_alive);
   if (m_buffer.size() > 0) {
     parse_head(); // a pipelined request is already here
     return;
@@ -77,7 +75,7 @@ void Connection::on_read(const ErrorCode& ec, std::size_t n) {
   if (m_buffer.size() == 0 && m_requests > 0) {
     // The next request on a kept-alive connection has begun: from its first
     // byte it gets the head timeout, not what is left of the idle time.
-    arm_timer(m_server.limits().head_timeout);
+    arm_timer(m_context.limits.head_timeout);
   }
   m_buffer.commit(n);
   parse_head();
@@ -91,7 +89,7 @@ void Connection::parse_head() {
   while (buffered(m_buffer).substr(0, 2) == "\r\n") {
     m_buffer.consume(2);
   }
-  const HeadLimits& limits = m_server.head_limits();
+  const HeadLimits& limits = m_context.head_limits;
   std::string_view view = buffered(m_buffer);
   std::size_t end = find_head_end(view);
   if (end == std::string_view::npos) {
@@ -104,7 +102,7 @@ void Connection::parse_head() {
   }
   // The pool this request is served from: taken when its head is complete,
   // so a keep-alive connection sees a reload that happened while it idled.
-  m_state = m_server.state();
+  m_state = m_context.state.current();
   HeadLimits request_limits = limits;
   if (m_state->config) {
     request_limits.max_body_bytes = m_state->config->server.max_request_body;
@@ -131,14 +129,14 @@ void Connection::on_head() {
     refuse(verdict.status, verdict.message);
     return;
   }
-  if (std::optional<relay::Answer> own = m_server.answer_own(head, *m_state)) {
+  if (std::optional<relay::Answer> own = m_context.own.answer(head, *m_state)) {
     // A body we did not read would be parsed as the next request: close instead.
     bool keep_alive = own->status < 400 && m_parser->is_done() && head.keep_alive() && !m_draining;
     answer_locally(relay::serialize(*own, head.method() == http::verb::head, !keep_alive), keep_alive);
     return;
   }
   auto expect = head.find(http::field::expect);
-  arm_timer(m_server.limits().body_timeout); // replaces the head deadline, earlier or later
+  arm_timer(m_context.limits.body_timeout); // replaces the head deadline, earlier or later
   if (expect != head.end() && util::iequals(expect->value(), "100-continue") && !m_parser->is_done()) {
     send_continue();
     return;
@@ -149,7 +147,9 @@ void Connection::on_head() {
 // curl and some SDKs wait for this before sending a large body.
 void Connection::send_continue() {
   m_phase = Phase::continuing;
-  m_out = "HTTP/1.1 100 Continue\r\n\r\n";
+  m_out.clear();
+  util::append_status_line(m_out, 100);
+  util::end_head(m_out);
   asio::async_write(m_socket, asio::buffer(m_out),
                     [self = shared_from_this()](const ErrorCode& ec, std::size_t) {
                       if (ec) {
@@ -166,7 +166,7 @@ void Connection::read_body() {
     dispatch();
     return;
   }
-  arm_timer(m_server.limits().body_timeout); // progress: the deadline only moves later, at no cost
+  arm_timer(m_context.limits.body_timeout); // progress: the deadline only moves later, at no cost
   http::async_read_some(m_socket, m_buffer, *m_parser,
                         [self = shared_from_this()](const ErrorCode& ec, std::size_t) { self->on_body(ec); });
 }
@@ -200,21 +200,21 @@ void Connection::on_body(const ErrorCode& ec) {
 // costs nothing, where cancelling and re-arming cost a system call each.
 void Connection::dispatch() {
   std::optional<relay::Route> route = m_state->route(m_parser->get().target());
-  if (!route) { // answer_own has answered every target that no pool owns
+  if (!route) { // OwnEndpoints has answered every target that no pool owns
     refuse(404, "no pool serves this path");
     return;
   }
   m_phase = Phase::exchanging;
   ++m_requests;
-  m_server.request_started();
+  m_context.registry.request_started();
   m_exchange = std::make_shared<relay::Exchange>(m_state, *route, m_parser->release(), shared_from_this(),
-                                                 m_server.relay_context());
+                                                 m_context.relay);
   m_parser.reset();
   m_exchange->start();
 }
 
 void Connection::exchange_finished(Next next) {
-  m_server.request_finished();
+  m_context.registry.request_finished();
   m_exchange.reset(); // the exchange's own handler still holds it while this runs
   if (next == Next::drop) {
     close();
@@ -249,7 +249,7 @@ void Connection::refuse(int status, std::string_view message) {
 }
 
 void Connection::arm_timer(std::chrono::milliseconds limit) {
-  m_deadline = m_server.relay_context().mono.now() + limit;
+  m_deadline = m_context.relay.mono.now() + limit;
   m_timer.arm(m_deadline, [self = shared_from_this()] { self->on_timer(); });
 }
 
@@ -258,7 +258,7 @@ void Connection::on_timer() {
   if (m_phase == Phase::closed || m_phase == Phase::exchanging || m_phase == Phase::answering) {
     return; // the next arm_timer starts a wait again
   }
-  if (m_server.relay_context().mono.now() < m_deadline) {
+  if (m_context.relay.mono.now() < m_deadline) {
     m_timer.arm(m_deadline, [self = shared_from_this()] { self->on_timer(); });
     return;
   }

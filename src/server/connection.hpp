@@ -7,6 +7,8 @@
 #include "relay/beast.hpp"
 #include "relay/deadline_timer.hpp"
 #include "relay/exchange.hpp"
+#include "server/connection_context.hpp"
+#include "server/connection_registry.hpp"
 
 #include <memory>
 #include <optional>
@@ -14,18 +16,19 @@
 
 namespace keyshim::server {
 
-class ShimServer;
-
-class Connection : public relay::Downstream, public std::enable_shared_from_this<Connection> {
+class Connection : public relay::Downstream,
+                   public ConnectionRegistry::Member,
+                   public std::enable_shared_from_this<Connection> {
 public:
-  Connection(relay::Socket socket, ShimServer& server);
-  ~Connection() override;
+  // Joins context.registry until destroyed. `context` outlives the connection.
+  Connection(relay::Socket socket, const ConnectionContext& context);
 
   void start();
   // Shutdown began: close now if idle, else after the current response.
-  void drain();
+  void drain() override;
   // The drain ran out of time: end the current response and close.
-  void abort();
+  void abort() override;
+  std::shared_ptr<ConnectionRegistry::Member> hold() override { return weak_from_this().lock(); }
 
   relay::Socket& socket() override { return m_socket; }
   void exchange_finished(Next next) override;
@@ -52,7 +55,7 @@ private:
   void close();
 
   relay::Socket m_socket;
-  ShimServer& m_server;
+  const ConnectionContext& m_context;
   Phase m_phase = Phase::reading_head;
   relay::beast::flat_buffer m_buffer;
   std::optional<relay::http::request_parser<relay::http::string_body>> m_parser;

@@ -1,11 +1,13 @@
 // What keyshim answers itself, before anything is relayed: the guards that
 // protect the port holding the keys, /health, /status, /metrics, `HEAD /`,
 // and the 503 that explains an unusable pool file.
+#include "server/own_endpoints.hpp"
+
 #include "relay/answers.hpp"
 #include "relay/request_log.hpp"
 #include "server/metrics.hpp"
+#include "server/published_state.hpp"
 #include "server/request_guard.hpp"
-#include "server/shim_server.hpp"
 #include "server/status_json.hpp"
 #include "util/log.hpp"
 
@@ -17,6 +19,14 @@ namespace keyshim::server {
 namespace {
 
 namespace http = relay::http;
+using Head = http::request_header<>;
+
+// The request as the endpoints judge it.
+struct Asked {
+  const Head& head;
+  std::string_view method;
+  std::string_view path; // the target without its query
+};
 
 relay::Answer json(int status, std::string body) {
   relay::Answer answer;
@@ -30,48 +40,34 @@ relay::Answer refusal(int status, std::string_view message, std::string_view cod
   return relay::json_error_answer(status, message, "keyshim_refused", code);
 }
 
-// A path no pool owns, in a file without a default pool: say which exist.
-relay::Answer no_pool_answer(std::string_view method, std::string_view path, const config::Config& config) {
-  std::string routes;
-  for (const config::PoolConfig& pool : config.pools) {
-    routes += (routes.empty() ? "" : ", ") + pool.route() + "/";
-  }
-  relay::RequestRecord record;
-  record.method = std::string(method);
-  record.path = std::string(path);
-  record.status = 404;
-  record.error = "no pool serves this path";
-  relay::log_request(record);
-  return relay::json_error_answer(
-      404, fmt::format("keyshim: no pool serves {}; this keyshim's pools are at {}", path, routes),
-      "keyshim_no_pool", "unknown_pool");
-}
-
 std::string_view path_of(std::string_view target) {
   return target.substr(0, target.find('?'));
 }
 
-} // namespace
-
-std::optional<relay::Answer> ShimServer::answer_own(const http::request_header<>& head,
-                                                    const relay::PoolState& state) const {
-  std::string_view method = head.method_string();
-  std::string_view path = path_of(head.target());
-  std::string_view host = head[http::field::host];
+// Host and Origin: what a web page (CSRF) or a rebound DNS name would get
+// wrong. Checked before anything else, /health included.
+std::optional<relay::Answer> guard_origin(const Asked& asked, const relay::PoolState& state) {
+  std::string_view host = asked.head[http::field::host];
   if (!is_loopback_host_header(host)) {
-    util::log_warn("refused {} {}: Host \"{}\" is not a loopback name", method, path, host);
+    util::log_warn("refused {} {}: Host \"{}\" is not a loopback name", asked.method, asked.path, host);
     return refusal(403, "keyshim: the Host header must name a loopback address or localhost",
                    "forbidden_host");
   }
   static const std::vector<std::string> k_no_origins;
   const auto& allowed = state.config ? state.config->server.allowed_origins : k_no_origins;
-  if (auto origin = head.find(http::field::origin);
-      origin != head.end() && !origin_allowed(origin->value(), allowed)) {
-    util::log_warn("refused {} {}: Origin \"{}\" is not in allowed_origins", method, path, origin->value());
+  if (auto origin = asked.head.find(http::field::origin);
+      origin != asked.head.end() && !origin_allowed(origin->value(), allowed)) {
+    util::log_warn("refused {} {}: Origin \"{}\" is not in allowed_origins", asked.method, asked.path,
+                   origin->value());
     return refusal(403, "keyshim: this Origin is not in allowed_origins", "forbidden_origin");
   }
-  bool get_or_head = head.method() == http::verb::get || head.method() == http::verb::head;
-  if (path == "/health" && get_or_head) {
+  return std::nullopt;
+}
+
+// What is answered without the client_token: /health and `HEAD /`.
+std::optional<relay::Answer> open_endpoint(const Asked& asked, const relay::PoolState& state) {
+  http::verb verb = asked.head.method();
+  if (asked.path == "/health" && (verb == http::verb::get || verb == http::verb::head)) {
     // 503 only when no pool has a key to serve with: a service manager or a
     // monitor that restarts on 503 would not help a pool whose keys cool.
     // "degraded" in the body says that some pool has none.
@@ -80,46 +76,93 @@ std::optional<relay::Answer> ShimServer::answer_own(const http::request_header<>
   }
   // Connectivity probes (`HEAD /`) are answered here: they need no key and
   // must work while every key is cooling.
-  if (head.target() == "/" && head.method() == http::verb::head) {
+  if (asked.head.target() == "/" && verb == http::verb::head) {
     relay::Answer ok;
     ok.status = 200;
     return ok;
   }
+  return std::nullopt;
+}
+
+std::optional<relay::Answer> guard_token(const Asked& asked, const relay::PoolState& state) {
   const auto& token = state.config ? state.config->server.client_token : std::nullopt;
-  if (token && !presents_token(head, *token)) {
-    util::log_warn("refused {} {}: missing or wrong client_token", method, path);
+  if (token && !presents_token(asked.head, *token)) {
+    util::log_warn("refused {} {}: missing or wrong client_token", asked.method, asked.path);
     return refusal(401, "keyshim: this keyshim requires its client_token as the API key",
                    "invalid_client_token");
   }
-  // /status and /metrics say which keys exist and how they fare: behind the
-  // token like the keys themselves.
-  bool get = head.method() == http::verb::get;
-  if ((path == "/status" || path == "/metrics") && get) {
-    InstanceInfo info{static_cast<long>(::getpid()), m_generation.load(), m_options.config_path,
-                      state.problem, m_listen.text()};
-    util::TimePoint now = util::system_clock().now();
-    if (path == "/status") {
-      return json(200, status_json(pool_reports(state), now, info));
+  return std::nullopt;
+}
+
+void log_unserved(const Asked& asked, int status, std::string error) {
+  relay::RequestRecord record;
+  record.method = std::string(asked.method);
+  record.path = std::string(asked.path);
+  record.status = status;
+  record.error = std::move(error);
+  relay::log_request(record);
+}
+
+// A request nothing can relay: a path no pool owns, in a file without a
+// default pool (404 naming the routes that exist), or no usable pool file
+// at all (503 with the reason).
+std::optional<relay::Answer> unservable(const Asked& asked, const relay::PoolState& state) {
+  if (state.config && !state.route(asked.head.target())) {
+    std::string routes;
+    for (const config::PoolConfig& pool : state.config->pools) {
+      routes += (routes.empty() ? "" : ", ") + pool.route() + "/";
     }
-    relay::Answer answer;
-    answer.status = 200;
-    answer.headers.emplace_back("Content-Type", std::string(k_metrics_content_type));
-    answer.body = metrics_text(pool_reports(state), now, info);
-    return answer;
-  }
-  if (state.config && !state.route(head.target())) {
-    return no_pool_answer(method, path, *state.config);
+    log_unserved(asked, 404, "no pool serves this path");
+    return relay::json_error_answer(
+        404, fmt::format("keyshim: no pool serves {}; this keyshim's pools are at {}", asked.path, routes),
+        "keyshim_no_pool", "unknown_pool");
   }
   if (!state.config) {
-    relay::RequestRecord record;
-    record.method = std::string(method);
-    record.path = std::string(path);
-    record.status = 503;
-    record.error = "no usable pool file";
-    relay::log_request(record);
+    log_unserved(asked, 503, "no usable pool file");
     return relay::json_error_answer(503, state.problem, "keyshim_not_configured", "pool_file_unusable");
   }
   return std::nullopt;
+}
+
+} // namespace
+
+OwnEndpoints::OwnEndpoints(std::string config_path, const PublishedState& published,
+                           const config::ListenAddress& listen)
+    : m_config_path(std::move(config_path)), m_published(published), m_listen(listen) {
+}
+
+// The order is the contract: the guards before anything, the open endpoints
+// before the token, keyshim's reports behind it like the keys themselves.
+std::optional<relay::Answer> OwnEndpoints::answer(const Head& head, const relay::PoolState& state) const {
+  Asked asked{head, head.method_string(), path_of(head.target())};
+  if (auto refused = guard_origin(asked, state)) {
+    return refused;
+  }
+  if (auto open = open_endpoint(asked, state)) {
+    return open;
+  }
+  if (auto refused = guard_token(asked, state)) {
+    return refused;
+  }
+  // /status and /metrics say which keys exist and how they fare.
+  if ((asked.path == "/status" || asked.path == "/metrics") && head.method() == http::verb::get) {
+    return instance_report(asked.path, state);
+  }
+  return unservable(asked, state);
+}
+
+relay::Answer OwnEndpoints::instance_report(std::string_view path, const relay::PoolState& state) const {
+  InstanceInfo info{static_cast<long>(::getpid()), m_published.generation(), m_config_path, state.problem,
+                    m_listen.text()};
+  util::TimePoint now = util::system_clock().now();
+  if (path == "/status") {
+    return json(200, status_json(pool_reports(state), now, info));
+  }
+  relay::Answer answer;
+  answer.status = 200;
+  answer.headers.emplace_back("Content-Type", std::string(k_metrics_content_type));
+  answer.body = metrics_text(pool_reports(state), now, info);
+  return answer;
 }
 
 } // namespace keyshim::server

@@ -5,6 +5,7 @@
 // head after (target form, method, Host, Transfer-Encoding). A refused
 // request gets one answer and its connection is closed.
 #include "relay/beast.hpp"
+#include "server/limits.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -12,19 +13,6 @@
 #include <string_view>
 
 namespace keyshim::server {
-
-struct HeadLimits {
-  std::size_t max_head_bytes = 64 * 1024; // whole header block
-  std::size_t max_line_bytes = 8 * 1024;  // one line
-  std::uint64_t max_body_bytes = 64ull * 1024 * 1024;
-};
-
-// How long a connection may take, and be idle.
-struct ConnectionLimits {
-  std::chrono::milliseconds head_timeout{30'000}; // the whole head, from its first byte (or from accept)
-  std::chrono::milliseconds keep_alive{30'000};   // idle time between requests
-  std::chrono::milliseconds body_timeout{30'000}; // longest pause while a body uploads
-};
 
 struct HeadVerdict {
   int status = 0;      // 0 = acceptable; else the status to answer before closing

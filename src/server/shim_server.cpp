@@ -1,10 +1,12 @@
 #include "server/shim_server.hpp"
 
 #include "config/loader.hpp"
+#include "relay/beast.hpp"
+#include "relay/exchange.hpp"
 #include "relay/request_log.hpp"
 #include "server/connection.hpp"
-#include "server/request_guard.hpp"
-#include "server/status_json.hpp"
+#include "server/connection_context.hpp"
+#include "server/own_endpoints.hpp"
 #include "server/status_line.hpp"
 #include "util/log.hpp"
 
@@ -13,6 +15,8 @@
 #include <fmt/format.h>
 
 #include <unistd.h>
+
+#include <deque>
 
 namespace keyshim::server {
 namespace {
@@ -26,12 +30,47 @@ constexpr int k_listen_backlog = 4096;
 // times a second under load, and cooldowns also end without any request.
 constexpr std::chrono::seconds k_status_interval{1};
 
+// One listening socket, with the timer that paces accept retries on it.
+struct Listener {
+  explicit Listener(const relay::Executor& executor) : acceptor(executor), retry(executor) {}
+  relay::Acceptor acceptor;
+  relay::Timer retry;
+};
+
 } // namespace
 
+// The server's event loop side: the io_context and everything bound to it.
+// Its members are used on the loop's thread only (bind and adopt run
+// before serve does).
+class ShimServer::Impl {
+public:
+  explicit Impl(ShimServer& server)
+      : m_server(server), m_status_timer(m_ioc.get_executor()),
+        m_upstreams(m_ioc.get_executor()), m_relay{m_upstreams, util::steady_clock(), util::system_clock(), m_waits},
+        m_own(server.m_options.config_path, server.m_published, server.m_listen),
+        m_connection_context{
+            server.m_options.limits, server.m_head_limits, server.m_published, m_own, m_relay,
+            server.m_registry} {}
+
+  void accept(Listener& listener);
+  void on_accept(Listener& listener, const ErrorCode& ec, relay::Socket socket);
+  void watch_status();
+  void drain_now();
+
+  ShimServer& m_server;
+  asio::io_context m_ioc{1};
+  std::deque<Listener> m_listeners; // a deque: handlers hold references
+  relay::Timer m_status_timer;
+  relay::UpstreamPool m_upstreams;
+  relay::WaitRoom m_waits;
+  relay::RelayContext m_relay;
+  OwnEndpoints m_own;
+  ConnectionContext m_connection_context; // what every Connection is given
+  bool m_draining = false;
+};
+
 ShimServer::ShimServer(ServeOptions options)
-    : m_options(std::move(options)), m_status_timer(m_ioc.get_executor()),
-      m_upstreams(m_ioc.get_executor()), m_context{m_upstreams, util::steady_clock(), util::system_clock(), m_waits},
-      m_state(std::make_shared<relay::PoolState>()) {
+    : m_options(std::move(options)), m_impl(std::make_unique<Impl>(*this)) {
 }
 
 ShimServer::~ShimServer() = default;
@@ -62,19 +101,6 @@ relay::PoolState ShimServer::load_state(const relay::PoolState* previous) const 
   return relay::PoolState::serving(std::move(config), std::move(pools));
 }
 
-void ShimServer::publish(std::shared_ptr<const relay::PoolState> state) {
-  if (state->config) {
-    ++m_generation;
-  }
-  std::lock_guard lock(m_state_mutex);
-  m_state = std::move(state);
-}
-
-std::shared_ptr<const relay::PoolState> ShimServer::state() const {
-  std::lock_guard lock(m_state_mutex);
-  return m_state;
-}
-
 void ShimServer::load() {
   auto state = std::make_shared<relay::PoolState>(load_state(nullptr));
   if (state->config) {
@@ -88,7 +114,7 @@ void ShimServer::load() {
   if (m_options.listen) {
     m_listen = *m_options.listen;
   }
-  publish(std::move(state));
+  m_published.publish(std::move(state));
 }
 
 config::ListenAddress ShimServer::listen_address() const {
@@ -105,7 +131,7 @@ bool ShimServer::bind(std::string& error) {
   ErrorCode ec;
   std::string host = m_listen.host == "localhost" ? "127.0.0.1" : m_listen.host;
   relay::tcp::endpoint endpoint(asio::ip::make_address(host, ec), static_cast<unsigned short>(m_listen.port));
-  relay::Acceptor& acceptor = m_listeners.emplace_back(m_ioc.get_executor()).acceptor;
+  relay::Acceptor& acceptor = m_impl->m_listeners.emplace_back(m_impl->m_ioc.get_executor()).acceptor;
   if (!ec) {
     acceptor.open(endpoint.protocol(), ec);
   }
@@ -119,7 +145,7 @@ bool ShimServer::bind(std::string& error) {
   if (ec) {
     error = fmt::format("cannot listen on {}: {} (is another keyshim running? try `keyshim status`)",
                         m_listen.text(), ec.message());
-    m_listeners.pop_back();
+    m_impl->m_listeners.pop_back();
     return false;
   }
   m_port = acceptor.local_endpoint().port();
@@ -129,7 +155,7 @@ bool ShimServer::bind(std::string& error) {
 
 void ShimServer::adopt(const InheritedSockets& inherited) {
   for (const InheritedSocket& socket : inherited.sockets) {
-    Listener& listener = m_listeners.emplace_back(m_ioc.get_executor());
+    Listener& listener = m_impl->m_listeners.emplace_back(m_impl->m_ioc.get_executor());
     listener.acceptor.assign(socket.ipv6 ? relay::tcp::v6() : relay::tcp::v4(), socket.fd);
   }
   if (!inherited.sockets.empty()) {
@@ -141,37 +167,37 @@ void ShimServer::adopt(const InheritedSockets& inherited) {
 }
 
 void ShimServer::serve() {
-  for (Listener& listener : m_listeners) {
-    accept(listener);
+  for (Listener& listener : m_impl->m_listeners) {
+    m_impl->accept(listener);
   }
   if (m_readiness.enabled()) {
     // Posted, so READY=1 goes out once the loop runs and accepts.
-    asio::post(m_ioc, [this] {
+    asio::post(m_impl->m_ioc, [this] {
       m_readiness.ready(status_line(*state()));
-      watch_status();
+      m_impl->watch_status();
     });
   }
-  m_ioc.run();
+  m_impl->m_ioc.run();
 }
 
-void ShimServer::watch_status() {
+void ShimServer::Impl::watch_status() {
   m_status_timer.expires_after(k_status_interval);
   m_status_timer.async_wait([this](const ErrorCode& ec) {
     if (ec || m_draining) {
       return;
     }
-    m_readiness.status(status_line(*state()));
+    m_server.m_readiness.status(status_line(*m_server.state()));
     watch_status();
   });
 }
 
-void ShimServer::accept(Listener& listener) {
+void ShimServer::Impl::accept(Listener& listener) {
   listener.acceptor.async_accept([this, &listener](const ErrorCode& ec, relay::Socket socket) {
     on_accept(listener, ec, std::move(socket));
   });
 }
 
-void ShimServer::on_accept(Listener& listener, const ErrorCode& ec, relay::Socket socket) {
+void ShimServer::Impl::on_accept(Listener& listener, const ErrorCode& ec, relay::Socket socket) {
   if (m_draining || !listener.acceptor.is_open()) {
     return;
   }
@@ -186,13 +212,13 @@ void ShimServer::on_accept(Listener& listener, const ErrorCode& ec, relay::Socke
     });
     return;
   }
-  std::make_shared<Connection>(std::move(socket), *this)->start();
+  std::make_shared<Connection>(std::move(socket), m_connection_context)->start();
   accept(listener);
 }
 
 bool ShimServer::reload() {
   m_readiness.reloading();
-  std::shared_ptr<const relay::PoolState> current = state();
+  std::shared_ptr<const relay::PoolState> current = m_published.current();
   auto next = std::make_shared<relay::PoolState>(load_state(current.get()));
   if (!next->config) {
     util::log_error("reload rejected, keeping the current pool: {}", next->problem);
@@ -210,7 +236,7 @@ bool ShimServer::reload() {
     }
   }
   // Publish first: "reloaded" must mean that the next request sees the new pool.
-  publish(next);
+  m_published.publish(next);
   util::log_info("reloaded {}: {} keys in {} pools", m_options.config_path, next->config->key_count(),
                  next->config->pools.size());
   log_key_table(*next->config);
@@ -222,10 +248,10 @@ void ShimServer::begin_shutdown() {
   m_readiness.stopping();
   util::log_info("shutting down: no new connections; waiting up to {}s for {} in-flight requests",
                  std::chrono::duration_cast<std::chrono::seconds>(drain_timeout()).count(), in_flight());
-  asio::post(m_ioc, [this] { drain_now(); });
+  asio::post(m_impl->m_ioc, [this] { m_impl->drain_now(); });
 }
 
-void ShimServer::drain_now() {
+void ShimServer::Impl::drain_now() {
   m_draining = true;
   ErrorCode ignored;
   for (Listener& listener : m_listeners) {
@@ -235,30 +261,18 @@ void ShimServer::drain_now() {
   m_status_timer.cancel();
   m_upstreams.clear();
   m_waits.close_all(); // a request waiting for a key gets its 503 now, not at max_wait
-  // drain() may close and so detach a connection: iterate over a copy.
-  std::vector<Connection*> connections(m_connections.begin(), m_connections.end());
-  for (Connection* connection : connections) {
-    connection->drain();
-  }
+  m_server.m_registry.drain_all();
 }
 
 void ShimServer::abort_in_flight() {
-  asio::post(m_ioc, [this] {
-    drain_now();
-    std::vector<std::shared_ptr<Connection>> alive;
-    for (Connection* connection : m_connections) {
-      if (auto held = connection->weak_from_this().lock()) {
-        alive.push_back(std::move(held));
-      }
-    }
-    for (auto& connection : alive) {
-      connection->abort();
-    }
+  asio::post(m_impl->m_ioc, [this] {
+    m_impl->drain_now();
+    m_registry.abort_all();
   });
 }
 
 std::chrono::milliseconds ShimServer::drain_timeout() const {
-  auto current = state();
+  auto current = m_published.current();
   return current->config ? current->config->server.drain_timeout : config::ServerSettings{}.drain_timeout;
 }
 

@@ -3,25 +3,24 @@
 // endpoints, the relay for everything else, and the pool state that SIGHUP
 // replaces. One event loop on the thread that calls serve(); reload(),
 // begin_shutdown() and abort_in_flight() may be called from any thread.
+//
+// The event loop, the listeners and the relay live in an Impl (pimpl), so
+// that code which only starts, reloads or stops a server (the CLI, tests)
+// does not compile Boost.Beast/Asio.
 #include "config/config.hpp"
-#include "relay/beast.hpp"
-#include "relay/exchange.hpp"
 #include "relay/pool_state.hpp"
+#include "server/connection_registry.hpp"
 #include "server/inherited_sockets.hpp"
+#include "server/limits.hpp"
+#include "server/published_state.hpp"
 #include "server/readiness.hpp"
-#include "server/request_head.hpp"
 
-#include <atomic>
-#include <deque>
+#include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_set>
 
 namespace keyshim::server {
-
-class Connection;
 
 struct ServeOptions {
   std::string config_path;
@@ -65,58 +64,26 @@ public:
   // The drain ran out of time: cut what is left.
   void abort_in_flight();
   std::chrono::milliseconds drain_timeout() const;
-  int in_flight() const { return m_in_flight; }
+  int in_flight() const { return m_registry.in_flight(); }
 
-  std::shared_ptr<const relay::PoolState> state() const;
-
-  // ---- for connections, on the event loop's thread
-  const ConnectionLimits& limits() const { return m_options.limits; }
-  const HeadLimits& head_limits() const { return m_head_limits; }
-  relay::RelayContext& relay_context() { return m_context; }
-  // keyshim's own answer to this request (a refusal by the guards, /health,
-  // /status, `HEAD /`, 503 while no pool file is usable), or nullopt to relay.
-  std::optional<relay::Answer> answer_own(const relay::http::request_header<>& head,
-                                          const relay::PoolState& state) const;
-  void attach(Connection* connection) { m_connections.insert(connection); }
-  void detach(Connection* connection) { m_connections.erase(connection); }
-  void request_started() { ++m_in_flight; }
-  void request_finished() { --m_in_flight; }
+  std::shared_ptr<const relay::PoolState> state() const { return m_published.current(); }
 
 private:
-  // One listening socket, with the timer that paces accept retries on it.
-  struct Listener {
-    explicit Listener(const relay::Executor& executor) : acceptor(executor), retry(executor) {}
-    relay::Acceptor acceptor;
-    relay::Timer retry;
-  };
+  class Impl;
 
-  void publish(std::shared_ptr<const relay::PoolState> state);
   relay::PoolState load_state(const relay::PoolState* previous) const;
-  void accept(Listener& listener);
-  void on_accept(Listener& listener, const relay::ErrorCode& ec, relay::Socket socket);
-  void drain_now();
-  void watch_status();
 
   ServeOptions m_options;
   HeadLimits m_head_limits;
-  relay::asio::io_context m_ioc{1};
-  std::deque<Listener> m_listeners; // a deque: handlers hold references
-  relay::Timer m_status_timer;
+  PublishedState m_published;
+  // Before m_impl, so that it outlives the event loop and the connections
+  // its handlers may still hold when the loop is destroyed.
+  ConnectionRegistry m_registry;
   Readiness m_readiness;
   std::string m_socket_manager;
-
-  relay::UpstreamPool m_upstreams;
-  relay::WaitRoom m_waits;
-  relay::RelayContext m_context;
-  std::unordered_set<Connection*> m_connections;
-  bool m_draining = false;
-
-  mutable std::mutex m_state_mutex;
-  std::shared_ptr<const relay::PoolState> m_state;
   config::ListenAddress m_listen;
   int m_port = 0;
-  std::atomic<int> m_generation{0}; // successful loads, shown in /status
-  std::atomic<int> m_in_flight{0};
+  std::unique_ptr<Impl> m_impl;
 };
 
 // Log the key table: label, fingerprint, upstream.

@@ -1,0 +1,160 @@
+// What keyshim answers itself, judged without a socket: the guards come
+// first, /health and `HEAD /` need no token, /status and /metrics do, and a
+// request nothing can serve is answered here instead of being relayed.
+#include "server/own_endpoints.hpp"
+
+#include "config/loader.hpp"
+#include "server/published_state.hpp"
+#include "support/fake_clock.hpp"
+#include "support/log_capture.hpp"
+
+#include <gtest/gtest.h>
+
+namespace keyshim::server {
+namespace {
+
+namespace http = relay::http;
+
+constexpr const char* k_token_pool = R"([server]
+client_token = "own-endpoints-token"
+
+[[keys]]
+key = "sk-own-endpoints-0001"
+)";
+
+constexpr const char* k_named_pools_only = R"([pools.openai]
+[[pools.openai.keys]]
+key = "sk-own-endpoints-0002"
+)";
+
+class OwnEndpointsTest : public ::testing::Test {
+protected:
+  OwnEndpointsTest() { m_listen.port = 8787; }
+
+  void serve(const std::string& toml) {
+    config::LoadResult loaded = config::load_pool_text(toml, "keys.toml");
+    ASSERT_TRUE(loaded.ok()) << loaded.problems_text();
+    auto config = std::make_shared<const config::Config>(std::move(*loaded.config));
+    std::vector<std::shared_ptr<pool::KeyPool>> pools;
+    for (const config::PoolConfig& pool : config->pools) {
+      pools.push_back(std::make_shared<pool::KeyPool>(pool.keys, pool.upstream.strategy, m_clock));
+    }
+    m_published.publish(
+        std::make_shared<relay::PoolState>(relay::PoolState::serving(std::move(config), std::move(pools))));
+  }
+
+  std::optional<relay::Answer> ask(http::verb verb, const char* target, const char* host = "127.0.0.1:8787") {
+    http::request_header<> head;
+    head.method(verb);
+    head.target(target);
+    head.version(11);
+    head.set(http::field::host, host);
+    return ask(head);
+  }
+  std::optional<relay::Answer> ask(const http::request_header<>& head) {
+    return m_own.answer(head, *m_published.current());
+  }
+
+  test::FakeClock m_clock;
+  PublishedState m_published;
+  config::ListenAddress m_listen;
+  OwnEndpoints m_own{"/etc/keyshim/keys.toml", m_published, m_listen};
+};
+
+TEST_F(OwnEndpointsTest, RefusesANonLoopbackHostBeforeAnythingElse) {
+  serve(k_token_pool);
+  test::LogCapture log;
+  std::optional<relay::Answer> answer = ask(http::verb::get, "/health", "evil.example");
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 403);
+  EXPECT_NE(answer->body.find("forbidden_host"), std::string::npos);
+  EXPECT_TRUE(log.contains("Host \"evil.example\" is not a loopback name"));
+}
+
+TEST_F(OwnEndpointsTest, RefusesAnOriginNotAllowed) {
+  serve(k_token_pool);
+  http::request_header<> head;
+  head.method(http::verb::post);
+  head.target("/v1/chat/completions");
+  head.set(http::field::host, "localhost");
+  head.set(http::field::origin, "https://evil.example");
+  std::optional<relay::Answer> answer = ask(head);
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 403);
+  EXPECT_NE(answer->body.find("forbidden_origin"), std::string::npos);
+}
+
+TEST_F(OwnEndpointsTest, HealthAndHeadSlashNeedNoToken) {
+  serve(k_token_pool);
+  std::optional<relay::Answer> health = ask(http::verb::get, "/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_NE(health->body.find("\"status\":\"ok\""), std::string::npos);
+  std::optional<relay::Answer> probe = ask(http::verb::head, "/");
+  ASSERT_TRUE(probe);
+  EXPECT_EQ(probe->status, 200);
+  EXPECT_TRUE(probe->body.empty());
+}
+
+TEST_F(OwnEndpointsTest, StatusAndRelayedPathsNeedTheToken) {
+  serve(k_token_pool);
+  std::optional<relay::Answer> status = ask(http::verb::get, "/status");
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->status, 401);
+  EXPECT_NE(status->body.find("invalid_client_token"), std::string::npos);
+
+  http::request_header<> head;
+  head.method(http::verb::get);
+  head.target("/status");
+  head.set(http::field::host, "127.0.0.1");
+  head.set(http::field::authorization, "Bearer own-endpoints-token");
+  std::optional<relay::Answer> allowed = ask(head);
+  ASSERT_TRUE(allowed);
+  EXPECT_EQ(allowed->status, 200);
+  EXPECT_NE(allowed->body.find("\"generation\":1"), std::string::npos) << allowed->body;
+  EXPECT_NE(allowed->body.find("\"listen\":\"127.0.0.1:8787\""), std::string::npos) << allowed->body;
+  EXPECT_NE(allowed->body.find("/etc/keyshim/keys.toml"), std::string::npos) << allowed->body;
+
+  head.target("/v1/models");
+  EXPECT_FALSE(ask(head)) << "a request with the token is relayed";
+}
+
+TEST_F(OwnEndpointsTest, MetricsAreAnsweredInPrometheusText) {
+  serve(k_named_pools_only);
+  std::optional<relay::Answer> metrics = ask(http::verb::get, "/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
+  ASSERT_EQ(metrics->headers.size(), 1u);
+  EXPECT_EQ(metrics->headers[0].first, "Content-Type");
+  EXPECT_NE(metrics->body.find("keyshim_"), std::string::npos);
+}
+
+TEST_F(OwnEndpointsTest, APathNoPoolServesIsAnswered404NamingTheRoutes) {
+  serve(k_named_pools_only);
+  test::LogCapture log;
+  std::optional<relay::Answer> answer = ask(http::verb::post, "/v1/chat/completions?x=1");
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 404);
+  EXPECT_NE(
+      answer->body.find("keyshim: no pool serves /v1/chat/completions; this keyshim's pools are at /openai/"),
+      std::string::npos)
+      << answer->body;
+  EXPECT_TRUE(log.contains("no pool serves this path"));
+  EXPECT_FALSE(ask(http::verb::post, "/openai/v1/chat/completions")) << "a routed path is relayed";
+}
+
+TEST_F(OwnEndpointsTest, AnUnusablePoolFileIsAnswered503WithItsReason) {
+  m_published.publish(std::make_shared<relay::PoolState>(
+      relay::PoolState::unusable("keyshim cannot use its pool file: keys.toml:1:1: broken")));
+  std::optional<relay::Answer> answer = ask(http::verb::post, "/v1/chat/completions");
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 503);
+  EXPECT_NE(answer->body.find("keys.toml:1:1: broken"), std::string::npos) << answer->body;
+  EXPECT_NE(answer->body.find("pool_file_unusable"), std::string::npos);
+  std::optional<relay::Answer> health = ask(http::verb::get, "/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 503) << "no pool has a key to serve with";
+}
+
+} // namespace
+} // namespace keyshim::server
