@@ -20,14 +20,7 @@ using namespace std::chrono;
 // once shutdown has emptied the wait room (a request whose body was still
 // arriving then), which would hold up the drain until max_wait.
 bool Exchange::cooling_for_request(std::size_t index) const {
-  pool::KeyHealth health = m_pool.health(index);
-  if (health.state == pool::KeyState::cooling) {
-    return true;
-  }
-  const std::string* name = model();
-  const util::TimePoint now = util::system_clock().now();
-  return name && std::any_of(health.models.begin(), health.models.end(),
-                             [&](const pool::ModelHealth& m) { return m.model == *name && m.cooling(now); });
+  return m_pool.cooling_for(index, model());
 }
 
 bool Exchange::start_waiting(const pool::Selection& selection) {

@@ -2,6 +2,7 @@
 // and the end of the exchange.
 #include "relay/exchange.hpp"
 
+#include "relay/health_report.hpp"
 #include "relay/redact.hpp"
 #include "util/log.hpp"
 
@@ -46,8 +47,7 @@ void Exchange::commit(std::string_view first, bool done) {
   m_head_sent = false;
 
   const config::KeyConfig& key = m_pool.key(m_attempt.index);
-  m_pool.record_success(m_attempt.index, status, model());
-  m_pool.count_attempt(m_attempt.index, std::nullopt);
+  m_pool.report(m_attempt.index, model(), served_report(status));
   m_record.key_label = key.label;
   m_record.chain.push_back(fmt::format("{}:{}", key.label, status));
   m_record.ttfb = duration_cast<milliseconds>(m_context.clock.now() - m_started);

@@ -47,7 +47,7 @@ TEST(KeyPoolConcurrency, RoundRobinSpreadsConcurrentCallersExactlyEvenly) {
       Selection selection = pool.acquire({});
       ASSERT_TRUE(selection.index);
       hits[static_cast<std::size_t>(t)][*selection.index]++;
-      pool.record_success(*selection.index, 200);
+      pool.report(*selection.index, nullptr, test::success(200));
       pool.release(*selection.index);
     }
   });
@@ -91,16 +91,16 @@ TEST(KeyPoolConcurrency, MixedReportsKeepCountsConsistent) {
       std::size_t index = *selection.index;
       switch ((t + i) % 4) {
       case 0:
-        pool.record_success(index, 200);
+        pool.report(index, nullptr, test::success(200));
         break;
       case 1:
-        pool.record_failure(index, 503, 0ms, "503");
+        pool.report(index, nullptr, test::failure(503, 0ms, "503"));
         break;
       case 2:
-        pool.record_cooldown(index, 429, 2s, true, "429");
+        pool.report(index, nullptr, test::cool(429, 2s, true, "429"));
         break;
       default:
-        pool.record_neutral(index, 404);
+        pool.report(index, nullptr, test::neutral(404));
         break;
       }
       (void)pool.snapshot();
