@@ -1,86 +1,10 @@
 #include "pool/key_pool.hpp"
 
+#include "pool/health_cell.hpp"
+
 #include <algorithm>
-#include <ctime>
 
 namespace keyshim::pool {
-
-// One key's health. A cell outlives its pool when a reload keeps the key:
-// the new pool shares it, so health and in-flight counts carry over, and
-// requests still holding the old pool release into the same cell.
-struct KeyPool::Cell {
-  mutable std::mutex mutex;
-  KeyHealth health;
-  ModelTable models;
-
-  // A cooldown that has ended reads, and from now on is, available.
-  void expire(util::TimePoint now) {
-    if (health.state == KeyState::cooling && health.until <= now) {
-      health.state = KeyState::available;
-      health.until = {};
-      health.reason.clear();
-    }
-  }
-
-  // Cooling until now + cooldown, never shortening a longer cooling and
-  // never waking a disabled key.
-  void cool(util::TimePoint now, milliseconds cooldown, const std::string& reason) {
-    expire(now);
-    if (health.state == KeyState::disabled) {
-      return;
-    }
-    util::TimePoint until = now + cooldown;
-    if (health.state == KeyState::cooling && health.until >= until) {
-      return;
-    }
-    health.state = KeyState::cooling;
-    health.until = until;
-    health.reason = reason;
-  }
-
-  // When a request for `model` (nullptr: any model) can next use this key
-  // because a cooldown ends: the key's own, or else the model's on it.
-  // nullopt when no cooldown stands in the way (or the key is disabled).
-  std::optional<util::TimePoint> cooling_end(util::TimePoint now, const std::string* model) {
-    expire(now);
-    if (health.state == KeyState::cooling) {
-      return health.until;
-    }
-    const ModelHealth* entry = model != nullptr ? models.find(*model) : nullptr;
-    if (health.state == KeyState::available && entry != nullptr && entry->cooling(now)) {
-      return entry->until;
-    }
-    return std::nullopt;
-  }
-
-  // `today` as of `now`: a new local day starts from zero.
-  UsageCounts& today(util::TimePoint now) {
-    std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-    std::tm local{};
-    localtime_r(&seconds, &local);
-    int day = (local.tm_year + 1900) * 1000 + local.tm_yday;
-    if (health.usage_day != day) {
-      health.usage_day = day;
-      health.today = {};
-    }
-    return health.today;
-  }
-};
-
-namespace {
-
-// A model cooling on one key until now + cooldown, never shortening a longer one.
-void cool_model(ModelHealth& entry, util::TimePoint now, milliseconds cooldown, const std::string& reason) {
-  util::TimePoint until = now + cooldown;
-  if (entry.cooling(now) && entry.until >= until) {
-    return;
-  }
-  entry.cooled = true;
-  entry.until = until;
-  entry.reason = reason;
-}
-
-} // namespace
 
 const char* to_string(FailureClass failure) {
   switch (failure) {
@@ -114,7 +38,7 @@ KeyPool::KeyPool(std::vector<config::KeyConfig> keys, config::Strategy strategy,
     : m_keys(std::move(keys)), m_strategy(strategy), m_clock(clock) {
   m_cells.reserve(m_keys.size());
   for (std::size_t i = 0; i < m_keys.size(); ++i) {
-    m_cells.push_back(std::make_shared<Cell>());
+    m_cells.push_back(std::make_shared<HealthCell>());
   }
 }
 
@@ -147,101 +71,93 @@ const config::KeyConfig& KeyPool::key(std::size_t index) const {
   return m_keys.at(index);
 }
 
+// What one acquire looks for, and what it learns on the way.
+struct KeyPool::Search {
+  util::TimePoint now;
+  const std::string* model = nullptr;
+  bool busy = false;  // a key was skipped at its max_concurrent or for its model's probe
+  bool probe = false; // the chosen key probes `model`
+};
+
 Selection KeyPool::acquire(const std::vector<bool>& excluded, const std::string* model) {
-  const util::TimePoint now = m_clock.now();
-  const std::size_t count = m_keys.size();
-  auto is_excluded = [&](std::size_t i) { return i < excluded.size() && excluded[i]; };
-
-  // Selection is serialised per pool. Round-robin needs it: the cursor is
-  // reserved (advanced past the chosen key) in the same critical section
-  // that chooses, so N concurrent callers land on N different keys instead
-  // of all reading the same cursor and piling onto one key. The other
-  // strategies get a consistent view of last_used for the same reason.
+  // Only the event loop selects today; the lock (uncontended, so nearly
+  // free) keeps acquire safe from any thread all the same: the round-robin
+  // cursor moves past the chosen key in the same critical section that
+  // chooses it.
   std::lock_guard select_lock(m_cursor_mutex);
-
-  // Check eligibility and take the key under its cell lock in one step, so a
-  // key that starts cooling concurrently is never handed out afterwards.
-  bool busy = false;
-  bool probe = false;
-  auto try_take = [&](std::size_t i) {
-    Cell& cell = *m_cells[i];
-    std::lock_guard lock(cell.mutex);
-    cell.expire(now);
-    if (cell.health.state != KeyState::available) {
-      return false;
-    }
-    if (int limit = m_keys[i].max_concurrent; limit > 0 && cell.health.in_flight >= limit) {
-      busy = true;
-      return false;
-    }
-    if (model != nullptr) {
-      const ModelHealth* entry = cell.models.find(*model);
-      if (entry != nullptr && entry->probing && !entry->cooling(now)) {
-        busy = true; // the probe ends soon, one way or the other
-        return false;
-      }
-      ModelAccess access = cell.models.access(*model, now);
-      if (access == ModelAccess::closed) {
-        return false;
-      }
-      probe = access == ModelAccess::probe;
-    }
-    ++cell.health.in_flight;
-    cell.health.last_used = now;
-    return true;
-  };
-
-  std::optional<std::size_t> chosen;
-  switch (m_strategy) {
-  case config::Strategy::ordered:
-    for (std::size_t i = 0; i < count && !chosen; ++i) {
-      if (!is_excluded(i) && try_take(i)) {
-        chosen = i;
-      }
-    }
-    break;
-  case config::Strategy::round_robin:
-    for (std::size_t step = 0; step < count && !chosen; ++step) {
-      std::size_t i = (m_cursor + step) % count;
-      if (!is_excluded(i) && try_take(i)) {
-        chosen = i;
-        m_cursor = (i + 1) % count;
-      }
-    }
-    break;
-  case config::Strategy::least_recently_used: {
-    // Candidates by last use, oldest first; ties keep file order.
-    std::vector<std::pair<util::TimePoint, std::size_t>> order;
-    for (std::size_t i = 0; i < count; ++i) {
-      if (!is_excluded(i)) {
-        std::lock_guard lock(m_cells[i]->mutex);
-        order.emplace_back(m_cells[i]->health.last_used, i);
-      }
-    }
-    std::stable_sort(order.begin(), order.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (const auto& candidate : order) {
-      if (try_take(candidate.second)) {
-        chosen = candidate.second;
-        break;
-      }
-    }
-    break;
+  Search search;
+  search.now = m_clock.now();
+  search.model = model;
+  std::optional<std::size_t> chosen = take_first(candidates(excluded), search);
+  if (chosen && m_strategy == config::Strategy::round_robin) {
+    m_cursor = (*chosen + 1) % m_keys.size();
   }
-  }
-
   Selection selection;
   selection.index = chosen;
-  selection.probe = chosen && probe;
+  selection.probe = chosen && search.probe;
   if (!chosen) {
     selection.earliest_available = earliest_available(model);
-    selection.busy = busy;
+    selection.busy = search.busy;
   }
   return selection;
 }
 
+// The keys not excluded, in the order the strategy tries them.
+std::vector<std::size_t> KeyPool::candidates(const std::vector<bool>& excluded) const {
+  const std::size_t count = m_keys.size();
+  auto is_excluded = [&](std::size_t i) { return i < excluded.size() && excluded[i]; };
+  std::vector<std::size_t> order;
+  order.reserve(count);
+  const std::size_t start = m_strategy == config::Strategy::round_robin ? m_cursor : 0;
+  for (std::size_t step = 0; step < count; ++step) {
+    if (std::size_t i = (start + step) % count; !is_excluded(i)) {
+      order.push_back(i);
+    }
+  }
+  if (m_strategy == config::Strategy::least_recently_used) {
+    // Oldest last use first; ties keep file order.
+    std::vector<util::TimePoint> last_used(count);
+    for (std::size_t i : order) {
+      std::lock_guard lock(m_cells[i]->mutex);
+      last_used[i] = m_cells[i]->health.last_used;
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return last_used[a] < last_used[b]; });
+  }
+  return order;
+}
+
+std::optional<std::size_t> KeyPool::take_first(const std::vector<std::size_t>& candidates, Search& search) {
+  for (std::size_t i : candidates) {
+    if (try_take(i, search)) {
+      return i;
+    }
+  }
+  return std::nullopt;
+}
+
+// Eligibility is checked and the key taken under its cell lock in one step,
+// so both see the same state of the key.
+bool KeyPool::try_take(std::size_t index, Search& search) {
+  HealthCell& cell = *m_cells[index];
+  std::lock_guard lock(cell.mutex);
+  switch (cell.admit(search.now, m_keys[index].max_concurrent, search.model)) {
+  case Admission::ineligible:
+    return false;
+  case Admission::busy:
+    search.busy = true;
+    return false;
+  case Admission::probe:
+    search.probe = true;
+    return true;
+  case Admission::taken:
+    return true;
+  }
+  return false;
+}
+
 void KeyPool::release(std::size_t index, const std::string* probed) {
-  Cell& cell = *m_cells.at(index);
+  HealthCell& cell = *m_cells.at(index);
   std::lock_guard lock(cell.mutex);
   if (cell.health.in_flight > 0) {
     --cell.health.in_flight;
@@ -251,97 +167,26 @@ void KeyPool::release(std::size_t index, const std::string* probed) {
   }
 }
 
-void KeyPool::record_success(std::size_t index, int status, const std::string* model) {
-  Cell& cell = *m_cells.at(index);
+Streaks KeyPool::report(std::size_t index, const std::string* model, const Report& report) {
+  HealthCell& cell = *m_cells.at(index);
   std::lock_guard lock(cell.mutex);
-  cell.health.ok_count++;
-  cell.health.consecutive_failures = 0;
-  cell.health.consecutive_rate_limits = 0;
-  cell.health.last_status = status;
-  if (model != nullptr) {
-    cell.models.erase(*model);
-  }
-}
-
-void KeyPool::record_failure(std::size_t index, int status, milliseconds cooldown, const std::string& reason,
-                             const std::string* model) {
-  Cell& cell = *m_cells.at(index);
-  std::lock_guard lock(cell.mutex);
-  cell.health.error_count++;
-  cell.health.last_status = status;
-  if (model != nullptr) {
-    ModelHealth& entry = cell.models.get(*model, m_clock.now());
-    entry.consecutive_failures++;
-    entry.probing = false;
-    if (cooldown > milliseconds(0)) {
-      cool_model(entry, m_clock.now(), cooldown, reason);
-    }
-    return;
-  }
-  cell.health.consecutive_failures++;
-  if (cooldown > milliseconds(0)) {
-    cell.cool(m_clock.now(), cooldown, reason);
-  }
-}
-
-void KeyPool::record_cooldown(std::size_t index, int status, milliseconds cooldown, bool rate_limited,
-                              const std::string& reason, const std::string* model) {
-  Cell& cell = *m_cells.at(index);
-  std::lock_guard lock(cell.mutex);
-  cell.health.error_count++;
-  cell.health.last_status = status;
-  if (model != nullptr) {
-    ModelHealth& entry = cell.models.get(*model, m_clock.now());
-    entry.consecutive_rate_limits += rate_limited ? 1 : 0;
-    entry.probing = false;
-    cool_model(entry, m_clock.now(), cooldown, reason);
-    return;
-  }
-  if (rate_limited) {
-    cell.health.consecutive_rate_limits++;
-  }
-  cell.cool(m_clock.now(), cooldown, reason);
+  return cell.apply(m_clock.now(), model, report);
 }
 
 Streaks KeyPool::streaks(std::size_t index, const std::string* model) const {
-  Cell& cell = *m_cells.at(index);
+  HealthCell& cell = *m_cells.at(index);
   std::lock_guard lock(cell.mutex);
-  if (model == nullptr) {
-    return {cell.health.consecutive_failures, cell.health.consecutive_rate_limits};
-  }
-  const ModelHealth* entry = cell.models.find(*model);
-  return entry ? Streaks{entry->consecutive_failures, entry->consecutive_rate_limits} : Streaks{};
+  return cell.streaks(model);
 }
 
-void KeyPool::record_disable(std::size_t index, int status, const std::string& reason) {
-  Cell& cell = *m_cells.at(index);
+bool KeyPool::cooling_for(std::size_t index, const std::string* model) const {
+  HealthCell& cell = *m_cells.at(index);
   std::lock_guard lock(cell.mutex);
-  cell.health.error_count++;
-  cell.health.last_status = status;
-  cell.health.state = KeyState::disabled;
-  cell.health.until = {};
-  cell.health.reason = reason;
-}
-
-void KeyPool::record_neutral(std::size_t index, int status) {
-  Cell& cell = *m_cells.at(index);
-  std::lock_guard lock(cell.mutex);
-  cell.health.last_status = status;
-}
-
-void KeyPool::count_attempt(std::size_t index, std::optional<FailureClass> failure) {
-  Cell& cell = *m_cells.at(index);
-  std::lock_guard lock(cell.mutex);
-  for (UsageCounts* counts : {&cell.today(m_clock.now()), &cell.health.total}) {
-    counts->requests++;
-    if (failure) {
-      counts->failures.at(static_cast<std::size_t>(*failure))++;
-    }
-  }
+  return cell.cooling_end(m_clock.now(), model).has_value();
 }
 
 void KeyPool::count_tokens(std::size_t index, std::uint64_t input, std::uint64_t output) {
-  Cell& cell = *m_cells.at(index);
+  HealthCell& cell = *m_cells.at(index);
   std::lock_guard lock(cell.mutex);
   for (UsageCounts* counts : {&cell.today(m_clock.now()), &cell.health.total}) {
     counts->input_tokens += input;
@@ -350,7 +195,7 @@ void KeyPool::count_tokens(std::size_t index, std::uint64_t input, std::uint64_t
 }
 
 void KeyPool::count_bytes(std::size_t index, std::uint64_t bytes) {
-  Cell& cell = *m_cells.at(index);
+  HealthCell& cell = *m_cells.at(index);
   std::lock_guard lock(cell.mutex);
   for (UsageCounts* counts : {&cell.today(m_clock.now()), &cell.health.total}) {
     counts->bytes += bytes;
@@ -358,7 +203,7 @@ void KeyPool::count_bytes(std::size_t index, std::uint64_t bytes) {
 }
 
 KeyHealth KeyPool::health(std::size_t index) const {
-  Cell& cell = *m_cells.at(index);
+  HealthCell& cell = *m_cells.at(index);
   std::lock_guard lock(cell.mutex);
   util::TimePoint now = m_clock.now();
   cell.expire(now);
@@ -401,7 +246,7 @@ std::optional<util::TimePoint> KeyPool::earliest_available(const std::string* mo
   const util::TimePoint now = m_clock.now();
   std::optional<util::TimePoint> earliest;
   for (std::size_t i = 0; i < m_keys.size(); ++i) {
-    Cell& cell = *m_cells[i];
+    HealthCell& cell = *m_cells[i];
     std::lock_guard lock(cell.mutex);
     std::optional<util::TimePoint> end = cell.cooling_end(now, model);
     if (end && (!earliest || *end < *earliest)) {

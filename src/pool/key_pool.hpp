@@ -1,6 +1,7 @@
 #pragma once
-// The keys of one pool file and their health. Thread-safe: many relays select
-// and report concurrently.
+// The keys of one pool file and their health. Thread-safe: the event loop
+// selects, reports and releases; the reloader thread reads counts and builds
+// the next pool, whose kept keys share their health cells with this one.
 #include "config/config.hpp"
 #include "pool/model_health.hpp"
 #include "util/clock.hpp"
@@ -60,6 +61,30 @@ struct Streaks {
   int rate_limits = 0;
 };
 
+// What an attempt did to a key's health (the relay maps policy's verdict to it).
+enum class Change {
+  success, // clears the key's streaks and, with a model, that model's trouble
+  failure, // counts toward the failure streak; cools when `cooldown` > 0
+  cool,    // cools for `cooldown`, never shortening a longer cooling
+  disable, // disabled until a reload brings a new key
+  none,    // only the last status changes (a response every key would get)
+};
+
+// Whose health a failure or a cooling changes. A request naming no model
+// changes the key's whatever the scope.
+enum class Scope { key, model };
+
+// One attempt's outcome, for KeyPool::report.
+struct Report {
+  Change change = Change::none;
+  int status = 0; // 0 for a transport failure
+  milliseconds cooldown{0};
+  bool rate_limited = false; // a cooling that extends the rate-limit streak (429 doubling)
+  Scope scope = Scope::key;
+  std::string reason;                  // why it cooled or was disabled: "429 Retry-After", "401"
+  std::optional<FailureClass> failure; // for the usage counts; nullopt when the key did its job
+};
+
 struct KeySnapshot {
   std::string label;
   std::string fingerprint;
@@ -83,6 +108,8 @@ struct Selection {
   bool probe = false;     // the chosen key's model cooldown has ended: this request probes it
 };
 
+class HealthCell;
+
 class KeyPool {
 public:
   KeyPool(std::vector<config::KeyConfig> keys, config::Strategy strategy, util::Clock& clock);
@@ -101,30 +128,24 @@ public:
   // shorter vectors mean "not excluded") by the pool's strategy, count it in
   // flight and stamp its last use. A key with max_concurrent requests in
   // flight is not eligible, nor one cooling for `model` (when given), nor one
-  // whose model is being probed by another request. The round-robin cursor moves at selection
-  // time so concurrent callers spread across keys.
+  // whose model is being probed by another request. The round-robin cursor
+  // moves past the chosen key in the same step.
   Selection acquire(const std::vector<bool>& excluded, const std::string* model = nullptr);
   // The request that acquired `index` is done with it; `probed` is the model
   // it was probing (Selection::probe), if any.
   void release(std::size_t index, const std::string* probed = nullptr);
 
-  // Success: clears the key's streaks and, with `model`, that model's trouble.
-  void record_success(std::size_t index, int status, const std::string* model = nullptr);
-  // A failure counting toward the streak (the model's, with `model`); cools
-  // for `cooldown` when non-zero.
-  void record_failure(std::size_t index, int status, milliseconds cooldown, const std::string& reason,
-                      const std::string* model = nullptr);
-  // Cooling for `cooldown` from now (the model on this key, with `model`),
-  // never shortening a longer one. `rate_limited` extends the rate-limit streak.
-  void record_cooldown(std::size_t index, int status, milliseconds cooldown, bool rate_limited,
-                       const std::string& reason, const std::string* model = nullptr);
+  // One attempt with `index` is over: counts the attempt (and its failure
+  // class) and applies the change, under one lock. A success with `model`
+  // clears that model's trouble; a failure or cooling scoped to the model
+  // changes the pair (key, model), else the key; disable is always the key's.
+  // Returns the streaks of the changed scope after the change, for the log.
+  Streaks report(std::size_t index, const std::string* model, const Report& report);
   // The streaks the next backoff grows from: the model's with `model`.
   Streaks streaks(std::size_t index, const std::string* model = nullptr) const;
-  void record_disable(std::size_t index, int status, const std::string& reason);
-  // A response relayed as-is (400, 404...): only the last status changes.
-  void record_neutral(std::size_t index, int status);
-  // One attempt was made with the key; `failure` says how it failed, if it did.
-  void count_attempt(std::size_t index, std::optional<FailureClass> failure);
+  // Whether `index` is cooling now, by the pool's clock: for every model, or
+  // for `model` (when given). A disabled key is not cooling.
+  bool cooling_for(std::size_t index, const std::string* model = nullptr) const;
   // Tokens a response served by the key reported using.
   void count_tokens(std::size_t index, std::uint64_t input, std::uint64_t output);
   // Body bytes a response served by the key relayed to its client.
@@ -138,9 +159,13 @@ public:
   std::optional<util::TimePoint> earliest_available(const std::string* model = nullptr) const;
 
 private:
-  struct Cell;
+  struct Search;
+  std::vector<std::size_t> candidates(const std::vector<bool>& excluded) const;
+  std::optional<std::size_t> take_first(const std::vector<std::size_t>& candidates, Search& search);
+  bool try_take(std::size_t index, Search& search);
+
   std::vector<config::KeyConfig> m_keys;
-  std::vector<std::shared_ptr<Cell>> m_cells;
+  std::vector<std::shared_ptr<HealthCell>> m_cells;
   config::Strategy m_strategy;
   util::Clock& m_clock;
   mutable std::mutex m_cursor_mutex;

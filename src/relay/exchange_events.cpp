@@ -2,6 +2,7 @@
 // verdict changes, the deadline timer, the client hanging up, shutdown.
 #include "relay/exchange.hpp"
 
+#include "relay/health_report.hpp"
 #include "util/duration.hpp"
 #include "util/log.hpp"
 
@@ -28,25 +29,6 @@ const char* failure_word(policy::TransportFailure failure, bool chain) {
   return "error";
 }
 
-// How an attempt failed, for the key's usage counts; nullopt when the key
-// did its job (a success, or an answer every key would get).
-std::optional<pool::FailureClass> failure_class(const policy::Outcome& outcome, const policy::Verdict& verdict) {
-  using pool::FailureClass;
-  if (outcome.transport != policy::TransportFailure::none) {
-    return FailureClass::transport;
-  }
-  if (verdict.change == policy::HealthChange::success || verdict.change == policy::HealthChange::none) {
-    return std::nullopt;
-  }
-  if (outcome.status == 401 || outcome.status == 403) {
-    return FailureClass::auth;
-  }
-  if (verdict.change == policy::HealthChange::disable || outcome.status == 402) {
-    return FailureClass::quota; // out of credit: 402, or insufficient_quota in a 429
-  }
-  return outcome.status == 429 || verdict.rate_limited ? FailureClass::rate_limit : FailureClass::server;
-}
-
 void Exchange::apply_health(std::size_t index, const policy::Outcome& outcome, const policy::Verdict& verdict) {
   const std::string& label = m_pool.key(index).label;
   bool response = outcome.transport == policy::TransportFailure::none;
@@ -54,37 +36,29 @@ void Exchange::apply_health(std::size_t index, const policy::Outcome& outcome, c
                                 response ? std::to_string(outcome.status) : failure_word(outcome.transport, false)));
   m_record.chain.push_back(fmt::format(
       "{}:{}", label, response ? std::to_string(outcome.status) : failure_word(outcome.transport, true)));
-  m_pool.count_attempt(index, failure_class(outcome, verdict));
-  int status = outcome.status;
+  pool::Streaks streaks = m_pool.report(index, model(), health_report(outcome, verdict));
   // A model's trouble cools the pair (key, model); the key serves other models.
   const std::string* scoped = verdict.scope == policy::Scope::model ? model() : nullptr;
   std::string scope_text = scoped ? fmt::format(" for model {}", *scoped) : std::string();
   switch (verdict.change) {
   case policy::HealthChange::success:
-    m_pool.record_success(index, status, model());
+  case policy::HealthChange::none:
     break;
   case policy::HealthChange::failure:
-    m_pool.record_failure(index, status, verdict.cooldown, verdict.reason, scoped);
     if (verdict.cooldown.count() > 0) {
       util::log_warn("key {} cooling {}{}: {} consecutive failures ({})", label,
-                     util::format_duration(verdict.cooldown), scope_text, m_pool.streaks(index, scoped).failures,
-                     verdict.reason);
+                     util::format_duration(verdict.cooldown), scope_text, streaks.failures, verdict.reason);
     }
     break;
   case policy::HealthChange::cool:
-    m_pool.record_cooldown(index, status, verdict.cooldown, verdict.rate_limited, verdict.reason, scoped);
     util::log_warn("key {} cooling {}{}: {}", label, util::format_duration(verdict.cooldown), scope_text,
                    verdict.reason);
     break;
   case policy::HealthChange::disable:
-    m_pool.record_disable(index, status, verdict.reason);
     // A reload keeps the health of unchanged keys, so only a new key (or a
     // restart) brings this one back: retrying a revoked key helps nobody.
     util::log_error("key {} disabled: {} (replace it in the pool file and run `keyshim reload`)", label,
                     verdict.reason);
-    break;
-  case policy::HealthChange::none:
-    m_pool.record_neutral(index, status);
     break;
   }
 }

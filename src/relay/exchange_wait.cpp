@@ -15,14 +15,7 @@ using namespace std::chrono;
 
 // Whether key `index` is cooling for every model or for this request's.
 bool Exchange::cooling_for_request(std::size_t index) const {
-  pool::KeyHealth health = m_pool.health(index);
-  if (health.state == pool::KeyState::cooling) {
-    return true;
-  }
-  const std::string* name = model();
-  const util::TimePoint now = m_context.wall.now();
-  return name && std::any_of(health.models.begin(), health.models.end(),
-                             [&](const pool::ModelHealth& m) { return m.model == *name && m.cooling(now); });
+  return m_pool.cooling_for(index, model());
 }
 
 // True when the request now waits (AttemptPlan::wait_for says when it may);

@@ -2,6 +2,7 @@
 // the usage a response reported, and the end of the exchange.
 #include "relay/exchange.hpp"
 
+#include "relay/health_report.hpp"
 #include "util/log.hpp"
 
 #include <fmt/format.h>
@@ -20,8 +21,7 @@ void Exchange::commit(std::string_view first, bool done, std::string held) {
   m_out.begin(t.upstream->parser(), m_request, m_request.keep_alive(), *m_state->redactor);
 
   const config::KeyConfig& key = m_pool.key(t.key);
-  m_pool.record_success(t.key, status, model());
-  m_pool.count_attempt(t.key, std::nullopt);
+  m_pool.report(t.key, model(), served_report(status));
   m_record.key_label = key.label;
   m_record.chain.push_back(fmt::format("{}:{}", key.label, status));
   m_record.ttfb = duration_cast<milliseconds>(m_context.mono.now() - m_started);

@@ -1,4 +1,5 @@
-// Many relays selecting and reporting at once. Run under TSan as well.
+// The pool across threads: the event loop against the reloader, and the
+// pool's own promise that any thread may call it. Run under TSan as well.
 #include "pool/key_pool.hpp"
 
 #include "pool_test_support.hpp"
@@ -8,6 +9,8 @@
 
 #include <array>
 #include <atomic>
+#include <cstdint>
+#include <memory>
 #include <thread>
 
 namespace keyshim::pool {
@@ -38,30 +41,66 @@ template <typename Body> void run_threads(Body body) {
   }
 }
 
-TEST(KeyPoolConcurrency, RoundRobinSpreadsConcurrentCallersExactlyEvenly) {
+// What is really concurrent: the event loop selects, reports and releases,
+// while the reloader thread reads counts for the status line and builds the
+// next pool, whose kept keys share their cells with this one.
+TEST(KeyPoolConcurrency, TheLoopSelectsExactlyEvenlyWhileOtherThreadsReadAndReload) {
   test::FakeClock clock;
   KeyPool pool(make_keys({"a", "b", "c", "d"}), Strategy::round_robin, clock);
-  std::vector<std::array<int, 4>> hits(k_threads, std::array<int, 4>{});
+  constexpr int k_attempts = 4800;
+  std::array<int, 4> hits{};
+  std::array<std::uint64_t, 4> ok{};
+  std::array<std::uint64_t, 4> failed{};
+  std::atomic<bool> done{false};
+  std::atomic<int> readings{0};
+  std::atomic<int> torn{0}; // readings that saw an attempt counted without its outcome
   run_threads([&](int t) {
-    for (int i = 0; i < k_acquires_per_thread; ++i) {
-      Selection selection = pool.acquire({});
-      ASSERT_TRUE(selection.index);
-      hits[static_cast<std::size_t>(t)][*selection.index]++;
-      pool.record_success(*selection.index, 200);
-      pool.release(*selection.index);
+    if (t == 0) {
+      for (int i = 0; i < k_attempts; ++i) {
+        Selection selection = pool.acquire({});
+        if (!selection.index) {
+          ADD_FAILURE() << "no key for attempt " << i;
+          break;
+        }
+        std::size_t k = *selection.index;
+        hits[k]++;
+        if (i % 3 == 0) {
+          pool.report(k, nullptr, test::failure(503, 0ms, "503"));
+          failed[k]++;
+        } else {
+          pool.report(k, nullptr, test::success(200));
+          ok[k]++;
+        }
+        pool.release(k);
+      }
+      done = true;
+      return;
     }
+    do {
+      std::shared_ptr<KeyPool> next =
+          KeyPool::reloaded(pool, make_keys({"a", "b", "c", "d"}), Strategy::round_robin);
+      for (const KeySnapshot& key : next->snapshot()) {
+        const KeyHealth& health = key.health;
+        if (health.total.requests != health.ok_count + health.error_count || health.in_flight > 1) {
+          torn++;
+        }
+      }
+      if (pool.counts().available != 4) {
+        torn++;
+      }
+      readings++;
+    } while (!done.load());
   });
-  // The cursor is reserved at selection time, so every acquire advances it by
-  // exactly one: 4800 acquires over 4 keys is exactly 1200 each.
+  EXPECT_EQ(torn.load(), 0);
+  EXPECT_GE(readings.load(), k_threads - 1);
+  // One selecting thread: round-robin gives exactly 1200 attempts to each key.
   for (std::size_t k = 0; k < 4; ++k) {
-    int total = 0;
-    for (const auto& per_thread : hits) {
-      total += per_thread[k];
-    }
-    EXPECT_EQ(total, k_threads * k_acquires_per_thread / 4) << "key " << k;
+    EXPECT_EQ(hits[k], k_attempts / 4) << "key " << k;
     KeyHealth health = pool.health(k);
     EXPECT_EQ(health.in_flight, 0);
-    EXPECT_EQ(health.ok_count, static_cast<std::uint64_t>(k_threads * k_acquires_per_thread / 4));
+    EXPECT_EQ(health.ok_count, ok[k]) << "key " << k;
+    EXPECT_EQ(health.error_count, failed[k]) << "key " << k;
+    EXPECT_EQ(health.total.requests, static_cast<std::uint64_t>(k_attempts / 4)) << "key " << k;
   }
 }
 
@@ -80,6 +119,7 @@ TEST(KeyPoolConcurrency, MixedReportsKeepCountsConsistent) {
   test::FakeClock clock;
   KeyPool pool(make_keys({"a", "b", "c"}), Strategy::least_recently_used, clock);
   std::atomic<int> acquired{0};
+  std::atomic<int> neutral{0};
   run_threads([&](int t) {
     for (int i = 0; i < k_acquires_per_thread; ++i) {
       Selection selection = pool.acquire({});
@@ -91,16 +131,17 @@ TEST(KeyPoolConcurrency, MixedReportsKeepCountsConsistent) {
       std::size_t index = *selection.index;
       switch ((t + i) % 4) {
       case 0:
-        pool.record_success(index, 200);
+        pool.report(index, nullptr, test::success(200));
         break;
       case 1:
-        pool.record_failure(index, 503, 0ms, "503");
+        pool.report(index, nullptr, test::failure(503, 0ms, "503"));
         break;
       case 2:
-        pool.record_cooldown(index, 429, 2s, true, "429");
+        pool.report(index, nullptr, test::cool(429, 2s, true, "429"));
         break;
       default:
-        pool.record_neutral(index, 404);
+        pool.report(index, nullptr, test::neutral(404));
+        neutral++;
         break;
       }
       (void)pool.snapshot();
@@ -109,13 +150,17 @@ TEST(KeyPoolConcurrency, MixedReportsKeepCountsConsistent) {
     }
   });
   std::uint64_t reports = 0;
+  std::uint64_t attempts = 0;
   for (std::size_t k = 0; k < pool.size(); ++k) {
     KeyHealth health = pool.health(k);
     EXPECT_EQ(health.in_flight, 0);
     reports += health.ok_count + health.error_count;
+    attempts += health.total.requests;
   }
   EXPECT_GT(acquired.load(), 0);
-  EXPECT_LE(reports, static_cast<std::uint64_t>(acquired.load()));
+  // Every acquire made one report; all but the neutral ones count as ok or error.
+  EXPECT_EQ(attempts, static_cast<std::uint64_t>(acquired.load()));
+  EXPECT_EQ(reports, static_cast<std::uint64_t>(acquired.load() - neutral.load()));
 }
 
 TEST(KeyPoolConcurrency, ReloadWhileRequestsRunKeepsInFlightBalanced) {

@@ -52,7 +52,7 @@ TEST(KeyPoolLimits, ZeroMeansUnlimited) {
 TEST(KeyPoolLimits, ACoolingKeyIsNotBusy) {
   test::FakeClock clock;
   KeyPool pool(limited({1}), Strategy::ordered, clock);
-  pool.record_cooldown(0, 429, 30s, true, "429");
+  pool.report(0, nullptr, test::cool(429, 30s, true, "429"));
   Selection none = pool.acquire({});
   EXPECT_FALSE(none.index);
   EXPECT_FALSE(none.busy);
@@ -82,9 +82,9 @@ TEST(KeyPoolLimits, RoundRobinAndLeastRecentlyUsedRespectTheLimitToo) {
 TEST(KeyPoolUsage, AttemptsFailuresTokensAndBytesAreCountedForTodayAndSinceStart) {
   test::FakeClock clock;
   KeyPool pool(make_keys({"a"}), Strategy::ordered, clock);
-  pool.count_attempt(0, std::nullopt);
-  pool.count_attempt(0, FailureClass::rate_limit);
-  pool.count_attempt(0, FailureClass::transport);
+  pool.report(0, nullptr, test::success(200));
+  pool.report(0, nullptr, test::cool(429, 1s, true, "429"));
+  pool.report(0, nullptr, test::failure(0, 0ms, "connect error"));
   pool.count_tokens(0, 120, 45);
   pool.count_tokens(0, 30, 5);
   pool.count_bytes(0, 1000);
@@ -108,10 +108,10 @@ TEST(KeyPoolUsage, TodayStartsAgainAtLocalMidnightAndSinceStartDoesNot) {
   ::tzset();
   test::FakeClock clock; // 2026-11-29T12:00:00Z is 13:00 local
   KeyPool pool(make_keys({"a"}), Strategy::ordered, clock);
-  pool.count_attempt(0, std::nullopt);
+  pool.report(0, nullptr, test::success(200));
   pool.count_tokens(0, 10, 20);
   clock.advance(10h + 59min); // 23:59 local
-  pool.count_attempt(0, std::nullopt);
+  pool.report(0, nullptr, test::success(200));
   EXPECT_EQ(pool.health(0).today.requests, 2u);
   clock.advance(1min); // local midnight, 23:00 UTC
   KeyHealth h = pool.health(0);
@@ -126,7 +126,7 @@ TEST(KeyPoolUsage, TodayStartsAgainAtLocalMidnightAndSinceStartDoesNot) {
 TEST(KeyPoolUsage, UsageCarriesAcrossAReloadThatKeepsTheKey) {
   test::FakeClock clock;
   KeyPool pool(make_keys({"a"}), Strategy::ordered, clock);
-  pool.count_attempt(0, FailureClass::server);
+  pool.report(0, nullptr, test::failure(503, 0ms, "503"));
   pool.count_tokens(0, 7, 8);
   std::shared_ptr<KeyPool> next = KeyPool::reloaded(pool, make_keys({"new", "a"}), Strategy::ordered);
   EXPECT_EQ(next->health(1).total.requests, 1u);

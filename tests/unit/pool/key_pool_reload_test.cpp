@@ -21,9 +21,9 @@ protected:
 
 TEST_F(KeyPoolReloadTest, UnchangedKeysKeepTheirHealthAndNewKeysStartAvailable) {
   KeyPool old_pool({make_key("a"), make_key("b"), make_key("c")}, Strategy::ordered, m_clock);
-  old_pool.record_cooldown(0, 429, 10min, false, "429 Retry-After");
-  old_pool.record_disable(1, 401, "401 unauthorized");
-  old_pool.record_success(2, 200);
+  old_pool.report(0, nullptr, test::cool(429, 10min, false, "429 Retry-After"));
+  old_pool.report(1, nullptr, test::disable(401, "401 unauthorized"));
+  old_pool.report(2, nullptr, test::success(200));
 
   // Reordered, relabelled "a", "c" kept, "b" kept, "d" new.
   auto pool = KeyPool::reloaded(
@@ -50,7 +50,7 @@ TEST_F(KeyPoolReloadTest, ReloadedPoolUsesTheNewStrategy) {
 
 TEST_F(KeyPoolReloadTest, CoolingCarriedOverEndsOnTime) {
   KeyPool old_pool({make_key("a"), make_key("b")}, Strategy::ordered, m_clock);
-  old_pool.record_cooldown(0, 429, 30s, false, "429");
+  old_pool.report(0, nullptr, test::cool(429, 30s, false, "429"));
   auto pool = KeyPool::reloaded(old_pool, {make_key("a"), make_key("b")}, Strategy::ordered);
   EXPECT_EQ(take(*pool), 1);
   m_clock.advance(30s);
@@ -71,7 +71,7 @@ TEST_F(KeyPoolReloadTest, ReportsThroughTheOldPoolReachTheNewOne) {
   KeyPool old_pool({make_key("a")}, Strategy::ordered, m_clock);
   ASSERT_EQ(take(old_pool), 0);
   auto pool = KeyPool::reloaded(old_pool, {make_key("a")}, Strategy::ordered);
-  old_pool.record_cooldown(0, 429, 1min, false, "429");
+  old_pool.report(0, nullptr, test::cool(429, 1min, false, "429"));
   EXPECT_EQ(pool->health(0).state, KeyState::cooling);
   EXPECT_EQ(take(*pool), -1);
 }
@@ -81,7 +81,7 @@ TEST_F(KeyPoolReloadTest, ReleasingARemovedKeyIsHarmless) {
                                             Strategy::ordered, m_clock);
   ASSERT_EQ(take(*old_pool, {true}), 1);
   auto pool = KeyPool::reloaded(*old_pool, {make_key("a")}, Strategy::ordered);
-  old_pool->record_failure(1, 503, 0ms, "503");
+  old_pool->report(1, nullptr, test::failure(503, 0ms, "503"));
   old_pool->release(1);
   EXPECT_EQ(old_pool->health(1).in_flight, 0);
   EXPECT_EQ(pool->size(), 1u);
@@ -93,7 +93,7 @@ TEST_F(KeyPoolReloadTest, ReleasingARemovedKeyIsHarmless) {
 TEST_F(KeyPoolReloadTest, CellOutlivesTheOldPool) {
   auto old_pool =
       std::make_shared<KeyPool>(std::vector<config::KeyConfig>{make_key("a")}, Strategy::ordered, m_clock);
-  old_pool->record_disable(0, 401, "401");
+  old_pool->report(0, nullptr, test::disable(401, "401"));
   auto pool = KeyPool::reloaded(*old_pool, {make_key("a")}, Strategy::ordered);
   old_pool.reset();
   EXPECT_EQ(pool->health(0).state, KeyState::disabled);
@@ -101,7 +101,7 @@ TEST_F(KeyPoolReloadTest, CellOutlivesTheOldPool) {
 
 TEST_F(KeyPoolReloadTest, DuplicateKeysDoNotShareOneCell) {
   KeyPool old_pool({make_key("a")}, Strategy::ordered, m_clock);
-  old_pool.record_disable(0, 401, "401");
+  old_pool.report(0, nullptr, test::disable(401, "401"));
   auto pool = KeyPool::reloaded(old_pool, {make_key("a"), make_key("a")}, Strategy::ordered);
   EXPECT_EQ(pool->health(0).state, KeyState::disabled);
   EXPECT_EQ(pool->health(1).state, KeyState::available);
@@ -109,7 +109,7 @@ TEST_F(KeyPoolReloadTest, DuplicateKeysDoNotShareOneCell) {
 
 TEST_F(KeyPoolReloadTest, ChangedKeyMaterialStartsFresh) {
   KeyPool old_pool({make_key("a")}, Strategy::ordered, m_clock);
-  old_pool.record_disable(0, 401, "401");
+  old_pool.report(0, nullptr, test::disable(401, "401"));
   auto pool = KeyPool::reloaded(old_pool, {make_key("a", "sk-rotated-key-material")}, Strategy::ordered);
   EXPECT_EQ(pool->health(0).state, KeyState::available);
 }

@@ -27,9 +27,9 @@ TEST_F(KeyPoolTest, OrderedTakesTheFirstEligibleKeyInFileOrder) {
   KeyPool pool = make_pool(Strategy::ordered);
   EXPECT_EQ(take(pool), 0);
   EXPECT_EQ(take(pool), 0);
-  pool.record_cooldown(0, 429, 30s, false, "429");
+  pool.report(0, nullptr, test::cool(429, 30s, false, "429"));
   EXPECT_EQ(take(pool), 1);
-  pool.record_disable(1, 401, "401");
+  pool.report(1, nullptr, test::disable(401, "401"));
   EXPECT_EQ(take(pool), 2);
 }
 
@@ -54,7 +54,7 @@ TEST_F(KeyPoolTest, RoundRobinCyclesThroughKeys) {
 
 TEST_F(KeyPoolTest, RoundRobinSkipsIneligibleKeysAndContinuesAfterTheChosenOne) {
   KeyPool pool = make_pool(Strategy::round_robin, {"a", "b", "c", "d"});
-  pool.record_cooldown(1, 429, 1min, false, "429");
+  pool.report(1, nullptr, test::cool(429, 1min, false, "429"));
   EXPECT_EQ(take(pool), 0);
   EXPECT_EQ(take(pool), 2);
   EXPECT_EQ(take(pool, {false, false, false, true}), 0);
@@ -80,7 +80,7 @@ TEST_F(KeyPoolTest, LeastRecentlyUsedPicksTheOldestLastUse) {
 
 TEST_F(KeyPoolTest, LeastRecentlyUsedSkipsCoolingKeys) {
   KeyPool pool = make_pool(Strategy::least_recently_used);
-  pool.record_cooldown(0, 429, 10s, false, "429");
+  pool.report(0, nullptr, test::cool(429, 10s, false, "429"));
   EXPECT_EQ(take(pool), 1);
   EXPECT_EQ(take(pool), 2);
 }
@@ -101,7 +101,7 @@ TEST_F(KeyPoolTest, AcquireStampsLastUseAndCountsInFlight) {
 
 TEST_F(KeyPoolTest, CoolingKeyIsEligibleAgainOnceItsCooldownEnds) {
   KeyPool pool = make_pool(Strategy::ordered, {"a", "b"});
-  pool.record_cooldown(0, 429, 30s, false, "429 Retry-After");
+  pool.report(0, nullptr, test::cool(429, 30s, false, "429 Retry-After"));
   EXPECT_EQ(pool.health(0).state, KeyState::cooling);
   EXPECT_EQ(pool.health(0).until, m_clock.now() + 30s);
   EXPECT_EQ(pool.health(0).reason, "429 Retry-After");
@@ -116,21 +116,21 @@ TEST_F(KeyPoolTest, CoolingKeyIsEligibleAgainOnceItsCooldownEnds) {
 TEST_F(KeyPoolTest, CooldownNeverShortensALongerOne) {
   KeyPool pool = make_pool(Strategy::ordered);
   util::TimePoint start = m_clock.now();
-  pool.record_cooldown(0, 429, 10min, false, "429 Retry-After");
-  pool.record_cooldown(0, 403, 30s, false, "error event overloaded_error");
+  pool.report(0, nullptr, test::cool(429, 10min, false, "429 Retry-After"));
+  pool.report(0, nullptr, test::cool(403, 30s, false, "error event overloaded_error"));
   EXPECT_EQ(pool.health(0).until, start + 10min);
   EXPECT_EQ(pool.health(0).reason, "429 Retry-After");
   m_clock.advance(1min);
-  pool.record_cooldown(0, 429, 20min, false, "429 retryDelay");
+  pool.report(0, nullptr, test::cool(429, 20min, false, "429 retryDelay"));
   EXPECT_EQ(pool.health(0).until, start + 21min);
   EXPECT_EQ(pool.health(0).reason, "429 retryDelay");
 }
 
 TEST_F(KeyPoolTest, CooldownNeverWakesADisabledKey) {
   KeyPool pool = make_pool(Strategy::ordered);
-  pool.record_disable(0, 401, "401 unauthorized");
-  pool.record_cooldown(0, 429, 1s, false, "429");
-  pool.record_failure(0, 503, 30s, "503");
+  pool.report(0, nullptr, test::disable(401, "401 unauthorized"));
+  pool.report(0, nullptr, test::cool(429, 1s, false, "429"));
+  pool.report(0, nullptr, test::failure(503, 30s, "503"));
   EXPECT_EQ(pool.health(0).state, KeyState::disabled);
   EXPECT_EQ(pool.health(0).reason, "401 unauthorized");
   m_clock.advance(24h);
@@ -140,8 +140,8 @@ TEST_F(KeyPoolTest, CooldownNeverWakesADisabledKey) {
 
 TEST_F(KeyPoolTest, DisableOverridesCooling) {
   KeyPool pool = make_pool(Strategy::ordered);
-  pool.record_cooldown(0, 429, 1min, false, "429");
-  pool.record_disable(0, 402, "billing (402)");
+  pool.report(0, nullptr, test::cool(429, 1min, false, "429"));
+  pool.report(0, nullptr, test::disable(402, "billing (402)"));
   KeyHealth health = pool.health(0);
   EXPECT_EQ(health.state, KeyState::disabled);
   EXPECT_EQ(health.reason, "billing (402)");
@@ -150,15 +150,15 @@ TEST_F(KeyPoolTest, DisableOverridesCooling) {
 
 TEST_F(KeyPoolTest, SuccessClearsBothStreaksAndCountsOk) {
   KeyPool pool = make_pool(Strategy::ordered);
-  pool.record_failure(0, 503, 0ms, "503");
-  pool.record_failure(0, 0, 0ms, "connect error");
-  pool.record_cooldown(0, 429, 1min, true, "429");
+  pool.report(0, nullptr, test::failure(503, 0ms, "503"));
+  pool.report(0, nullptr, test::failure(0, 0ms, "connect error"));
+  pool.report(0, nullptr, test::cool(429, 1min, true, "429"));
   KeyHealth before = pool.health(0);
   EXPECT_EQ(before.consecutive_failures, 2);
   EXPECT_EQ(before.consecutive_rate_limits, 1);
   EXPECT_EQ(before.error_count, 3u);
   EXPECT_EQ(before.last_status, 429);
-  pool.record_success(0, 200);
+  pool.report(0, nullptr, test::success(200));
   KeyHealth after = pool.health(0);
   EXPECT_EQ(after.consecutive_failures, 0);
   EXPECT_EQ(after.consecutive_rate_limits, 0);
@@ -169,20 +169,20 @@ TEST_F(KeyPoolTest, SuccessClearsBothStreaksAndCountsOk) {
 
 TEST_F(KeyPoolTest, HintedCooldownDoesNotExtendTheRateLimitStreak) {
   KeyPool pool = make_pool(Strategy::ordered);
-  pool.record_cooldown(0, 429, 5s, false, "429 Retry-After");
+  pool.report(0, nullptr, test::cool(429, 5s, false, "429 Retry-After"));
   EXPECT_EQ(pool.health(0).consecutive_rate_limits, 0);
-  pool.record_cooldown(0, 429, 60s, true, "429");
-  pool.record_cooldown(0, 429, 120s, true, "429");
+  pool.report(0, nullptr, test::cool(429, 60s, true, "429"));
+  pool.report(0, nullptr, test::cool(429, 120s, true, "429"));
   EXPECT_EQ(pool.health(0).consecutive_rate_limits, 2);
 }
 
 TEST_F(KeyPoolTest, FailureBelowTheStreakDoesNotCool) {
   KeyPool pool = make_pool(Strategy::ordered);
-  pool.record_failure(0, 502, 0ms, "502");
+  pool.report(0, nullptr, test::failure(502, 0ms, "502"));
   EXPECT_EQ(pool.health(0).state, KeyState::available);
   EXPECT_EQ(pool.health(0).consecutive_failures, 1);
   EXPECT_EQ(pool.health(0).last_status, 502);
-  pool.record_failure(0, 502, 30s, "502");
+  pool.report(0, nullptr, test::failure(502, 30s, "502"));
   EXPECT_EQ(pool.health(0).state, KeyState::cooling);
   EXPECT_EQ(pool.health(0).reason, "502");
   EXPECT_EQ(take(pool), 1);
@@ -190,8 +190,8 @@ TEST_F(KeyPoolTest, FailureBelowTheStreakDoesNotCool) {
 
 TEST_F(KeyPoolTest, NeutralOnlyRecordsTheStatus) {
   KeyPool pool = make_pool(Strategy::ordered);
-  pool.record_failure(0, 503, 0ms, "503");
-  pool.record_neutral(0, 404);
+  pool.report(0, nullptr, test::failure(503, 0ms, "503"));
+  pool.report(0, nullptr, test::neutral(404));
   KeyHealth health = pool.health(0);
   EXPECT_EQ(health.last_status, 404);
   EXPECT_EQ(health.consecutive_failures, 1);
@@ -202,9 +202,9 @@ TEST_F(KeyPoolTest, NeutralOnlyRecordsTheStatus) {
 
 TEST_F(KeyPoolTest, NothingEligibleReportsTheEarliestCooldownEnd) {
   KeyPool pool = make_pool(Strategy::round_robin);
-  pool.record_cooldown(0, 429, 5min, false, "429");
-  pool.record_cooldown(1, 429, 2min, false, "429");
-  pool.record_disable(2, 401, "401");
+  pool.report(0, nullptr, test::cool(429, 5min, false, "429"));
+  pool.report(1, nullptr, test::cool(429, 2min, false, "429"));
+  pool.report(2, nullptr, test::disable(401, "401"));
   Selection selection = pool.acquire({});
   EXPECT_FALSE(selection.index);
   ASSERT_TRUE(selection.earliest_available);
@@ -216,8 +216,8 @@ TEST_F(KeyPoolTest, NothingEligibleReportsTheEarliestCooldownEnd) {
 
 TEST_F(KeyPoolTest, AllDisabledHasNoEarliestAvailable) {
   KeyPool pool = make_pool(Strategy::ordered, {"a", "b"});
-  pool.record_disable(0, 401, "401");
-  pool.record_disable(1, 402, "billing (402)");
+  pool.report(0, nullptr, test::disable(401, "401"));
+  pool.report(1, nullptr, test::disable(402, "billing (402)"));
   Selection selection = pool.acquire({});
   EXPECT_FALSE(selection.index);
   EXPECT_FALSE(selection.earliest_available);
@@ -235,9 +235,9 @@ TEST_F(KeyPoolTest, EmptyPoolSelectsNothing) {
 
 TEST_F(KeyPoolTest, CountsReadExpiredCoolingAsAvailable) {
   KeyPool pool = make_pool(Strategy::ordered, {"a", "b", "c", "d"});
-  pool.record_cooldown(0, 429, 10s, false, "429");
-  pool.record_cooldown(1, 429, 1h, false, "429");
-  pool.record_disable(2, 401, "401");
+  pool.report(0, nullptr, test::cool(429, 10s, false, "429"));
+  pool.report(1, nullptr, test::cool(429, 1h, false, "429"));
+  pool.report(2, nullptr, test::disable(401, "401"));
   Counts counts = pool.counts();
   EXPECT_EQ(counts.total, 4);
   EXPECT_EQ(counts.available, 1);
@@ -251,7 +251,7 @@ TEST_F(KeyPoolTest, CountsReadExpiredCoolingAsAvailable) {
 
 TEST_F(KeyPoolTest, SnapshotShowsLabelsFingerprintsUpstreamAndHealth) {
   KeyPool pool = make_pool(Strategy::ordered, {"personal", "team"});
-  pool.record_cooldown(1, 429, 30s, false, "429 Retry-After");
+  pool.report(1, nullptr, test::cool(429, 30s, false, "429 Retry-After"));
   std::vector<KeySnapshot> snapshot = pool.snapshot();
   ASSERT_EQ(snapshot.size(), 2u);
   EXPECT_EQ(snapshot[0].label, "personal");

@@ -32,7 +32,7 @@ protected:
 };
 
 TEST_F(ModelHealthTest, AModelCoolingOnAKeyLeavesItServingOtherModels) {
-  m_pool.record_cooldown(0, 429, 60s, true, "429", &m_sick);
+  m_pool.report(0, &m_sick, test::cool(429, 60s, true, "429", Scope::model));
   EXPECT_EQ(take_for(m_pool, m_sick), 1);
   EXPECT_EQ(take_for(m_pool, m_fine), 0);
   EXPECT_EQ(test::take(m_pool), 0); // a request naming no model sees the key's own state
@@ -41,8 +41,8 @@ TEST_F(ModelHealthTest, AModelCoolingOnAKeyLeavesItServingOtherModels) {
 }
 
 TEST_F(ModelHealthTest, NoEligibleKeyForAModelGivesItsOwnEarliestEnd) {
-  m_pool.record_cooldown(0, 429, 60s, true, "429", &m_sick);
-  m_pool.record_cooldown(1, 503, 30s, false, "503", &m_sick);
+  m_pool.report(0, &m_sick, test::cool(429, 60s, true, "429", Scope::model));
+  m_pool.report(1, &m_sick, test::cool(503, 30s, false, "503", Scope::model));
   Selection none = m_pool.acquire({}, &m_sick);
   EXPECT_FALSE(none.index);
   ASSERT_TRUE(none.earliest_available);
@@ -52,7 +52,7 @@ TEST_F(ModelHealthTest, NoEligibleKeyForAModelGivesItsOwnEarliestEnd) {
 }
 
 TEST_F(ModelHealthTest, AfterTheCooldownOneRequestProbesAndOthersUseOtherKeys) {
-  m_pool.record_cooldown(0, 429, 10s, true, "429", &m_sick);
+  m_pool.report(0, &m_sick, test::cool(429, 10s, true, "429", Scope::model));
   m_clock.advance(10s);
   bool probe = false;
   EXPECT_EQ(take_for(m_pool, m_sick, &probe), 0);
@@ -67,7 +67,7 @@ TEST_F(ModelHealthTest, AfterTheCooldownOneRequestProbesAndOthersUseOtherKeys) {
 
 TEST_F(ModelHealthTest, AWaitingRequestSeesAProbeInFlightAsBusy) {
   KeyPool one(make_keys({"only"}), Strategy::ordered, m_clock);
-  one.record_cooldown(0, 429, 1s, true, "429", &m_sick);
+  one.report(0, &m_sick, test::cool(429, 1s, true, "429", Scope::model));
   m_clock.advance(1s);
   ASSERT_EQ(take_for(one, m_sick), 0);
   Selection none = one.acquire({}, &m_sick);
@@ -76,18 +76,19 @@ TEST_F(ModelHealthTest, AWaitingRequestSeesAProbeInFlightAsBusy) {
 }
 
 TEST_F(ModelHealthTest, ASuccessfulProbeClearsTheModelAndAFailedOneCountsForThePairOnly) {
-  m_pool.record_cooldown(0, 429, 10s, true, "429", &m_sick);
+  m_pool.report(0, &m_sick, test::cool(429, 10s, true, "429", Scope::model));
   EXPECT_EQ(m_pool.streaks(0, &m_sick).rate_limits, 1);
   m_clock.advance(10s);
   ASSERT_EQ(take_for(m_pool, m_sick), 0);
-  m_pool.record_cooldown(0, 429, 20s, true, "429", &m_sick); // the probe failed: the policy doubled
+  // The probe failed: the policy doubled the cooldown.
+  m_pool.report(0, &m_sick, test::cool(429, 20s, true, "429", Scope::model));
   EXPECT_EQ(m_pool.streaks(0, &m_sick).rate_limits, 2);
   EXPECT_EQ(m_pool.streaks(0).rate_limits, 0);
   EXPECT_EQ(m_pool.streaks(0, &m_fine).rate_limits, 0);
   m_pool.release(0, &m_sick);
   m_clock.advance(20s);
   ASSERT_EQ(take_for(m_pool, m_sick), 0);
-  m_pool.record_success(0, 200, &m_sick);
+  m_pool.report(0, &m_sick, test::success(200));
   m_pool.release(0, &m_sick);
   EXPECT_TRUE(m_pool.health(0).models.empty());
   EXPECT_EQ(m_pool.streaks(0, &m_sick).rate_limits, 0);
@@ -95,7 +96,7 @@ TEST_F(ModelHealthTest, ASuccessfulProbeClearsTheModelAndAFailedOneCountsForTheP
 
 TEST_F(ModelHealthTest, AModelsFailureStreakCoolsOnlyThatModel) {
   for (int i = 0; i < 3; ++i) {
-    m_pool.record_failure(0, 503, i == 2 ? 30s : 0s, "503", &m_sick);
+    m_pool.report(0, &m_sick, test::failure(503, i == 2 ? 30s : 0s, "503", Scope::model));
   }
   EXPECT_EQ(m_pool.streaks(0, &m_sick).failures, 3);
   EXPECT_EQ(m_pool.health(0).consecutive_failures, 0);

@@ -92,7 +92,13 @@ TEST_F(WaitRoomTest, AFreedSlotGoesToTheWaitersInArrivalOrder) {
 }
 
 TEST_F(WaitRoomTest, ACooldownEndingLetsTheFirstWaiterInOnTheFakeClock) {
-  m_pool.record_cooldown(0, 429, 2s, true, "429 Retry-After");
+  pool::Report retry_after;
+  retry_after.change = pool::Change::cool;
+  retry_after.status = 429;
+  retry_after.cooldown = 2s;
+  retry_after.rate_limited = true;
+  retry_after.reason = "429 Retry-After";
+  m_pool.report(0, nullptr, retry_after);
   auto first = waiter("first");
   auto second = waiter("second");
   m_clock.advance(1999ms);

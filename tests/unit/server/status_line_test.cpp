@@ -23,6 +23,17 @@ relay::PoolState serving(const std::string& toml, util::Clock& clock) {
   return relay::PoolState::serving(std::move(config), std::move(pools));
 }
 
+// A 429 without a usable hint, cooling the key for 30 s.
+pool::Report cooling_429() {
+  pool::Report report;
+  report.change = pool::Change::cool;
+  report.status = 429;
+  report.cooldown = 30s;
+  report.rate_limited = true;
+  report.reason = "429";
+  return report;
+}
+
 constexpr const char* k_one_pool = R"([[keys]]
 key = "sk-status-line-0001"
 [[keys]]
@@ -48,9 +59,13 @@ TEST(StatusLine, CountsKeysByStateAndLeavesOutStatesNoKeyIsIn) {
   test::FakeClock clock;
   relay::PoolState state = serving(k_one_pool, clock);
   EXPECT_EQ(status_line(state), "3 keys: 3 available");
-  state.pools[0].keys->record_cooldown(0, 429, 30s, true, "429");
+  state.pools[0].keys->report(0, nullptr, cooling_429());
   EXPECT_EQ(status_line(state), "3 keys: 2 available, 1 cooling");
-  state.pools[0].keys->record_disable(1, 401, "401");
+  pool::Report revoked;
+  revoked.change = pool::Change::disable;
+  revoked.status = 401;
+  revoked.reason = "401";
+  state.pools[0].keys->report(1, nullptr, revoked);
   EXPECT_EQ(status_line(state), "3 keys: 1 available, 1 cooling, 1 disabled");
 }
 
@@ -60,7 +75,7 @@ TEST(StatusLine, SeveralPoolsAreSummedAndAPoolThatCannotServeIsNamed) {
   EXPECT_EQ(status_line(state), "3 keys in 2 pools: 3 available");
   for (const relay::ServedPool& served : state.pools) {
     if (served.config->name == "anthropic") {
-      served.keys->record_cooldown(0, 429, 30s, true, "429");
+      served.keys->report(0, nullptr, cooling_429());
     }
   }
   std::string line = status_line(state);

@@ -1,0 +1,183 @@
+#include "pool/health_cell.hpp"
+
+#include <ctime>
+
+namespace keyshim::pool {
+namespace {
+
+// The end of a model's cooling on a key, or nullopt when it is not cooling.
+std::optional<util::TimePoint> model_cooling_end(const ModelHealth* entry, util::TimePoint now) {
+  if (entry != nullptr && entry->cooling(now)) {
+    return entry->until;
+  }
+  return std::nullopt;
+}
+
+// Cooldowns only grow: a new one ending at `until` replaces a running one
+// only when it ends later, so a short 503 backoff never cuts a long
+// Retry-After short.
+bool lengthens(std::optional<util::TimePoint> running_end, util::TimePoint until) {
+  return !running_end || *running_end < until;
+}
+
+} // namespace
+
+void HealthCell::expire(util::TimePoint now) {
+  if (health.state == KeyState::cooling && health.until <= now) {
+    health.state = KeyState::available;
+    health.until = {};
+    health.reason.clear();
+  }
+}
+
+std::optional<util::TimePoint> HealthCell::key_cooling_end(util::TimePoint now) {
+  expire(now);
+  if (health.state == KeyState::cooling) {
+    return health.until;
+  }
+  return std::nullopt;
+}
+
+std::optional<util::TimePoint> HealthCell::cooling_end(util::TimePoint now, const std::string* model) {
+  if (std::optional<util::TimePoint> end = key_cooling_end(now)) {
+    return end;
+  }
+  if (health.state != KeyState::available || model == nullptr) {
+    return std::nullopt;
+  }
+  return model_cooling_end(models.find(*model), now);
+}
+
+void HealthCell::cool(util::TimePoint now, ModelHealth* entry, milliseconds cooldown,
+                      const std::string& reason) {
+  const util::TimePoint until = now + cooldown;
+  if (entry != nullptr) {
+    if (lengthens(model_cooling_end(entry, now), until)) {
+      entry->cooled = true;
+      entry->until = until;
+      entry->reason = reason;
+    }
+    return;
+  }
+  std::optional<util::TimePoint> running = key_cooling_end(now);
+  if (health.state != KeyState::disabled && lengthens(running, until)) {
+    health.state = KeyState::cooling;
+    health.until = until;
+    health.reason = reason;
+  }
+}
+
+Admission HealthCell::admit(util::TimePoint now, int max_concurrent, const std::string* model) {
+  expire(now);
+  if (health.state != KeyState::available) {
+    return Admission::ineligible;
+  }
+  if (max_concurrent > 0 && health.in_flight >= max_concurrent) {
+    return Admission::busy;
+  }
+  bool probe = false;
+  if (model != nullptr) {
+    const ModelHealth* entry = models.find(*model);
+    if (entry != nullptr && entry->probing && !entry->cooling(now)) {
+      return Admission::busy; // the probe ends soon, one way or the other
+    }
+    ModelAccess access = models.access(*model, now);
+    if (access == ModelAccess::closed) {
+      return Admission::ineligible;
+    }
+    probe = access == ModelAccess::probe;
+  }
+  ++health.in_flight;
+  health.last_used = now;
+  return probe ? Admission::probe : Admission::taken;
+}
+
+Streaks HealthCell::apply(util::TimePoint now, const std::string* model, const Report& report) {
+  count_attempt(now, report.failure);
+  health.last_status = report.status;
+  // A model's trouble changes the pair (key, model); the key serves other models.
+  const std::string* scoped = report.scope == Scope::model ? model : nullptr;
+  switch (report.change) {
+  case Change::success:
+    succeed(model);
+    break;
+  case Change::failure:
+  case Change::cool:
+    fail(now, scoped, report);
+    break;
+  case Change::disable:
+    disable(report.reason);
+    break;
+  case Change::none:
+    break;
+  }
+  return streaks(scoped);
+}
+
+Streaks HealthCell::streaks(const std::string* model) const {
+  if (model == nullptr) {
+    return {health.consecutive_failures, health.consecutive_rate_limits};
+  }
+  const ModelHealth* entry = models.find(*model);
+  return entry ? Streaks{entry->consecutive_failures, entry->consecutive_rate_limits} : Streaks{};
+}
+
+void HealthCell::succeed(const std::string* model) {
+  health.ok_count++;
+  health.consecutive_failures = 0;
+  health.consecutive_rate_limits = 0;
+  if (model != nullptr) {
+    models.erase(*model);
+  }
+}
+
+// A failure counts toward the failure streak and cools only when the policy
+// says the streak is long enough (a cooldown); a cooling always cools, and
+// extends the rate-limit streak when it is a 429 without a usable hint.
+void HealthCell::fail(util::TimePoint now, const std::string* scoped, const Report& report) {
+  health.error_count++;
+  ModelHealth* entry = scoped != nullptr ? &models.get(*scoped, now) : nullptr;
+  int& failures = entry ? entry->consecutive_failures : health.consecutive_failures;
+  int& rate_limits = entry ? entry->consecutive_rate_limits : health.consecutive_rate_limits;
+  if (report.change == Change::failure) {
+    ++failures;
+  } else if (report.rate_limited) {
+    ++rate_limits;
+  }
+  if (entry != nullptr) {
+    entry->probing = false; // a probe that failed has its verdict
+  }
+  if (report.change == Change::cool || report.cooldown > milliseconds(0)) {
+    cool(now, entry, report.cooldown, report.reason);
+  }
+}
+
+void HealthCell::disable(const std::string& reason) {
+  health.error_count++;
+  health.state = KeyState::disabled;
+  health.until = {};
+  health.reason = reason;
+}
+
+void HealthCell::count_attempt(util::TimePoint now, std::optional<FailureClass> failure) {
+  for (UsageCounts* counts : {&today(now), &health.total}) {
+    counts->requests++;
+    if (failure) {
+      counts->failures.at(static_cast<std::size_t>(*failure))++;
+    }
+  }
+}
+
+UsageCounts& HealthCell::today(util::TimePoint now) {
+  std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+  std::tm local{};
+  localtime_r(&seconds, &local);
+  int day = (local.tm_year + 1900) * 1000 + local.tm_yday;
+  if (health.usage_day != day) {
+    health.usage_day = day;
+    health.today = {};
+  }
+  return health.today;
+}
+
+} // namespace keyshim::pool

@@ -1,0 +1,62 @@
+#pragma once
+// One key's health: its state, its models' trouble and its usage, and the
+// cooldown arithmetic for both the key and a (key, model) pair. Private to
+// the pool. A cell outlives its pool when a reload keeps the key: the new
+// pool shares it, so health and in-flight counts carry over, and requests
+// still holding the old pool release and report into the same cell. Not
+// thread-safe by itself: callers hold `mutex` for every call.
+#include "pool/key_pool.hpp"
+#include "pool/model_health.hpp"
+#include "util/clock.hpp"
+
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace keyshim::pool {
+
+// Whether a request may take the key now.
+enum class Admission {
+  ineligible, // cooling or disabled, for every model or for this one
+  busy,       // at max_concurrent, or its model's probe is in flight: free again soon
+  taken,      // counted in flight
+  probe,      // counted in flight, and this request probes its model after a cooldown
+};
+
+class HealthCell {
+public:
+  mutable std::mutex mutex;
+  KeyHealth health;
+  ModelTable models;
+
+  // A cooldown that has ended reads, and from now on is, available.
+  void expire(util::TimePoint now);
+  // When a request for `model` (nullptr: any model) can next use this key
+  // because a cooldown ends: the key's own, or else the model's on it.
+  // nullopt when no cooldown stands in the way (or the key is disabled).
+  std::optional<util::TimePoint> cooling_end(util::TimePoint now, const std::string* model);
+  // Cooling the key (`entry` nullptr) or the model `entry` on it until
+  // now + cooldown, never shortening a longer cooling and never waking a
+  // disabled key.
+  void cool(util::TimePoint now, ModelHealth* entry, milliseconds cooldown, const std::string& reason);
+
+  // Takes the key for a request for `model` (nullptr: any) when it is
+  // eligible: counts it in flight and stamps its last use.
+  Admission admit(util::TimePoint now, int max_concurrent, const std::string* model);
+  // Counts the attempt and applies its change; see KeyPool::report.
+  Streaks apply(util::TimePoint now, const std::string* model, const Report& report);
+  // The key's streaks, or the model's on it with `model`.
+  Streaks streaks(const std::string* model) const;
+
+  // `today` as of `now`: a new local day starts from zero.
+  UsageCounts& today(util::TimePoint now);
+
+private:
+  std::optional<util::TimePoint> key_cooling_end(util::TimePoint now);
+  void succeed(const std::string* model);
+  void fail(util::TimePoint now, const std::string* scoped, const Report& report);
+  void disable(const std::string& reason);
+  void count_attempt(util::TimePoint now, std::optional<FailureClass> failure);
+};
+
+} // namespace keyshim::pool

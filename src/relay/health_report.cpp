@@ -1,0 +1,61 @@
+#include "relay/health_report.hpp"
+
+namespace keyshim::relay {
+namespace {
+
+pool::Change change_of(policy::HealthChange change) {
+  switch (change) {
+  case policy::HealthChange::success:
+    return pool::Change::success;
+  case policy::HealthChange::failure:
+    return pool::Change::failure;
+  case policy::HealthChange::cool:
+    return pool::Change::cool;
+  case policy::HealthChange::disable:
+    return pool::Change::disable;
+  case policy::HealthChange::none:
+    break;
+  }
+  return pool::Change::none;
+}
+
+} // namespace
+
+std::optional<pool::FailureClass> failure_class(const policy::Outcome& outcome,
+                                                const policy::Verdict& verdict) {
+  using pool::FailureClass;
+  if (outcome.transport != policy::TransportFailure::none) {
+    return FailureClass::transport;
+  }
+  if (verdict.change == policy::HealthChange::success || verdict.change == policy::HealthChange::none) {
+    return std::nullopt;
+  }
+  if (outcome.status == 401 || outcome.status == 403) {
+    return FailureClass::auth;
+  }
+  if (verdict.change == policy::HealthChange::disable || outcome.status == 402) {
+    return FailureClass::quota; // out of credit: 402, or insufficient_quota in a 429
+  }
+  return outcome.status == 429 || verdict.rate_limited ? FailureClass::rate_limit : FailureClass::server;
+}
+
+pool::Report health_report(const policy::Outcome& outcome, const policy::Verdict& verdict) {
+  pool::Report report;
+  report.change = change_of(verdict.change);
+  report.status = outcome.status;
+  report.cooldown = verdict.cooldown;
+  report.rate_limited = verdict.rate_limited;
+  report.scope = verdict.scope == policy::Scope::model ? pool::Scope::model : pool::Scope::key;
+  report.reason = verdict.reason;
+  report.failure = failure_class(outcome, verdict);
+  return report;
+}
+
+pool::Report served_report(int status) {
+  pool::Report report;
+  report.change = pool::Change::success;
+  report.status = status;
+  return report;
+}
+
+} // namespace keyshim::relay

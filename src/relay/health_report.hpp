@@ -1,0 +1,23 @@
+#pragma once
+// What an attempt's verdict means for the key's health, in the pool's terms:
+// policy and pool do not know each other, so the relay translates.
+#include "policy/failure_policy.hpp"
+#include "pool/key_pool.hpp"
+
+#include <optional>
+
+namespace keyshim::relay {
+
+// How an attempt failed, for the key's usage counts; nullopt when the key
+// did its job (a success, or an answer every key would get).
+std::optional<pool::FailureClass> failure_class(const policy::Outcome& outcome,
+                                                const policy::Verdict& verdict);
+
+// The report of an attempt the policy judged: its change, scope, cooldown,
+// reason and failure class; the status is 0 for a transport failure.
+pool::Report health_report(const policy::Outcome& outcome, const policy::Verdict& verdict);
+
+// The report of an attempt whose response was committed to the client.
+pool::Report served_report(int status);
+
+} // namespace keyshim::relay
