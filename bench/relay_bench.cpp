@@ -2,8 +2,8 @@
 // small calls, and the cost of many concurrent streams. Prints numbers; it
 // asserts nothing. Everything runs on 127.0.0.1.
 //
-//   cmake --preset release -DKEYSHIM_TESTS=ON && cmake --build --preset release --target keyshim_bench
-//   build/release/bench/keyshim_bench
+//   cmake --preset ci && cmake --build --preset ci --target keyshim_bench
+//   build/ci/bench/keyshim_bench
 #include "support/http_shim.hpp"
 #include "util/log.hpp"
 

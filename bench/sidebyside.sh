@@ -55,7 +55,7 @@ loadgen_bin=${loadgen_bin:-$build_dir/bench/bench_loadgen}
 for b in "$keyshim_bin" "$mock_bin" "$loadgen_bin"; do
   if [[ ! -x $b ]]; then
     echo "sidebyside: $b is missing; build first:" >&2
-    echo "  cmake --preset release -DKEYSHIM_TESTS=ON && cmake --build --preset release" >&2
+    echo "  cmake --preset release -DKEYSHIM_BENCH=ON && cmake --build --preset release" >&2
     exit 1
   fi
 done

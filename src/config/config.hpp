@@ -32,8 +32,9 @@ enum class Strategy { ordered, round_robin, least_recently_used };
 // "ordered", "round-robin", "least-recently-used".
 const char* to_string(Strategy strategy);
 
-// A parsed base_url. Parsed by keyshim, because httplib's Client misreads
-// URLs that carry a path.
+// A parsed base_url, split into what the relay needs: where to connect (host,
+// port, TLS or not; the host is also the TLS server name and the Host field)
+// and the path put before every request's target.
 struct UpstreamUrl {
   std::string scheme; // "https" or "http"
   std::string host;   // without brackets for IPv6

@@ -189,13 +189,26 @@ TEST(Security, MalformedRequestsGetAClearErrorAndTheServerStaysUp) {
   EXPECT_EQ(client.Get("/v1/models")->status, 200);
 }
 
-TEST(Security, HeaderValuesThatDecodeToCrLfAreNotForwarded) {
+// A field value is relayed byte for byte: "%0D%0A" in it is text, never
+// decoded into a line break that would add a field of the client's choosing
+// to the upstream request. (A raw CR or NUL in a value is refused before
+// anything is forwarded: strict_requests_test.)
+TEST(Security, PercentEncodedCrLfInAHeaderValueIsForwardedAsTextNotDecoded) {
   FakeUpstream upstream;
   Shim shim(pool_toml(1), upstream.base_url());
   RawResponse res = round_trip(shim, get_with_host("127.0.0.1", "X-Inject: a%0D%0AX-Evil: 1\r\n"));
   EXPECT_EQ(res.status, 200);
   ASSERT_EQ(upstream.request_count(), 1u);
-  EXPECT_FALSE(upstream.seen()[0].has_header("X-Evil"));
+  SeenRequest seen = upstream.seen()[0];
+  std::vector<std::pair<std::string, std::string>> naming_evil;
+  for (const auto& field : seen.headers) {
+    if ((field.first + ": " + field.second).find("Evil") != std::string::npos) {
+      naming_evil.push_back(field);
+    }
+  }
+  using Field = std::pair<std::string, std::string>;
+  EXPECT_EQ(naming_evil, (std::vector<Field>{{"X-Inject", "a%0D%0AX-Evil: 1"}}))
+      << "the one field, as sent, and no X-Evil field";
 }
 
 TEST(Security, ExpectContinueIsAnswered) {
