@@ -55,8 +55,9 @@ int run_check(const std::string& path) {
   print_key_table(config);
   fmt::print("\nroutes on http://{}:\n", config.server.listen.text());
   for (const config::PoolConfig& pool : config.pools) {
-    fmt::print("  {:<12} -> pool {} ({}, strategy {}{})\n", pool.is_default() ? "/ (the rest)" : pool.route() + "/",
-               pool.name, pool.upstream.base_url.text(), config::to_string(pool.upstream.strategy),
+    fmt::print("  {:<12} -> pool {} ({}, strategy {}{})\n",
+               pool.is_default() ? "/ (the rest)" : pool.route() + "/", pool.name,
+               pool.upstream.base_url.text(), config::to_string(pool.upstream.strategy),
                pool.upstream.max_wait.count() > 0 ? ", waits for a key" : "");
   }
   std::size_t count = config.key_count();

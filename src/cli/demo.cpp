@@ -223,9 +223,9 @@ void print_failover(const util::Json& status) {
     // A rate limit is the model's: the key stays available for other models.
     const util::Json* models = key.find("models");
     for (const util::Json& model : models ? models->items() : k_no_items) {
-      state += fmt::format(
-          ", but model {} is cooling on it for {}", model.string_at("model").value_or("?"),
-          util::format_duration(std::chrono::milliseconds(json_integer(model, "resumes_in_ms"))));
+      state +=
+          fmt::format(", but model {} is cooling on it for {}", model.string_at("model").value_or("?"),
+                      util::format_duration(std::chrono::milliseconds(json_integer(model, "resumes_in_ms"))));
       reason = model.string_at("reason").value_or(reason);
     }
     details += fmt::format("  {:<12} {}  -> now {}{}\n", label, last, state,

@@ -129,7 +129,8 @@ std::string failures_text(const util::Json& usage) {
   if (const util::Json* failures = usage.find("failures"); failures && failures->is_object()) {
     for (const auto& [name, count] : failures->members()) {
       if (count.is_number() && count.as_number() > 0) {
-        out += fmt::format("{}{} {}", out.empty() ? "" : ", ", printable(name), std::llround(count.as_number()));
+        out +=
+            fmt::format("{}{} {}", out.empty() ? "" : ", ", printable(name), std::llround(count.as_number()));
       }
     }
   }
@@ -143,9 +144,15 @@ UsageRow usage_row(const util::Json& key) {
   const util::Json* total = key.find("total");
   const util::Json& d = today ? *today : k_none;
   const util::Json& t = total ? *total : k_none;
-  return {string_or_dash(key, "label"),  integer_or_dash(d, "requests"),      failures_text(d),
-          integer_or_dash(d, "input_tokens"), integer_or_dash(d, "output_tokens"), integer_or_dash(t, "requests"),
-          failures_text(t),            integer_or_dash(t, "input_tokens"), integer_or_dash(t, "output_tokens")};
+  return {string_or_dash(key, "label"),
+          integer_or_dash(d, "requests"),
+          failures_text(d),
+          integer_or_dash(d, "input_tokens"),
+          integer_or_dash(d, "output_tokens"),
+          integer_or_dash(t, "requests"),
+          failures_text(t),
+          integer_or_dash(t, "input_tokens"),
+          integer_or_dash(t, "output_tokens")};
 }
 
 // One pool: a heading with its route, its health table and its usage table.
@@ -158,7 +165,8 @@ std::string render_pool(const util::Json& pool, bool colour) {
   }
   std::vector<Row> rows = {
       {"LABEL", "FINGERPRINT", "STATE", "RESUMES IN", "REASON", "OK", "ERR", "LAST", "IN FLIGHT"}};
-  std::vector<UsageRow> usage = {{"USAGE", "TODAY", "FAILED", "IN", "OUT", "SINCE START", "FAILED", "IN", "OUT"}};
+  std::vector<UsageRow> usage = {
+      {"USAGE", "TODAY", "FAILED", "IN", "OUT", "SINCE START", "FAILED", "IN", "OUT"}};
   for (const util::Json& key : keys->items()) {
     rows.push_back(key_row(key));
     // A model cooling on this key, under it: the key still serves the others.

@@ -13,15 +13,15 @@
 namespace keyshim::config {
 namespace {
 
-
 // "[server]", "[upstream] or a [[keys]] entry": where a setting name is valid.
 std::string sections_holding(std::string_view name) {
   std::vector<std::string> places;
   for (const Setting& setting : settings_table()) {
     if (setting.name == name) {
-      places.push_back(setting.section == Section::key        ? "a [[keys]] entry"
-                       : setting.section == Section::upstream ? "[upstream] (or a [pools.NAME] table)"
-                                                              : fmt::format("[{}]", to_string(setting.section)));
+      places.push_back(setting.section == Section::key ? "a [[keys]] entry"
+                       : setting.section == Section::upstream
+                           ? "[upstream] (or a [pools.NAME] table)"
+                           : fmt::format("[{}]", to_string(setting.section)));
     }
   }
   std::string out;
@@ -35,7 +35,8 @@ std::string sections_holding(std::string_view name) {
 // request paths, so it is kept to characters that need no escaping.
 std::string pool_name_problem(std::string_view name) {
   constexpr std::size_t k_longest = 64;
-  if (std::find(k_reserved_pool_names.begin(), k_reserved_pool_names.end(), name) != k_reserved_pool_names.end()) {
+  if (std::find(k_reserved_pool_names.begin(), k_reserved_pool_names.end(), name) !=
+      k_reserved_pool_names.end()) {
     return fmt::format("\"{}\" is reserved (it would shadow /{}); choose another pool name", name, name);
   }
   bool first_ok = !name.empty() && (std::islower(static_cast<unsigned char>(name[0])) ||

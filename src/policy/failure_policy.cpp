@@ -128,8 +128,8 @@ Verdict classify(const Outcome& outcome, const KeyHistory& history, util::TimePo
     return success_verdict(outcome, limits);
   }
   if (is_transient_5xx(status)) {
-    return scoped(make(Action::retry_same_key, HealthChange::failure, failure_streak_cooldown(history, limits),
-                       std::to_string(status)));
+    return scoped(make(Action::retry_same_key, HealthChange::failure,
+                       failure_streak_cooldown(history, limits), std::to_string(status)));
   }
   // Billing beats everything else a 4xx can mean: 402 always, and 429/403
   // (also 400: Anthropic's "credit balance is too low") when the body says so.

@@ -49,9 +49,9 @@ struct KeyHealth {
   int last_status = 0; // 0 = none yet or transport failure
   util::TimePoint last_used{};
   int in_flight = 0;
-  UsageCounts today; // since local midnight
-  UsageCounts total; // since keyshim started
-  int usage_day = 0; // the local day `today` counts: year * 1000 + day of the year
+  UsageCounts today;               // since local midnight
+  UsageCounts total;               // since keyshim started
+  int usage_day = 0;               // the local day `today` counts: year * 1000 + day of the year
   std::vector<ModelHealth> models; // models in trouble on this key
 };
 

@@ -18,13 +18,13 @@ using std::chrono::milliseconds;
 
 struct ModelHealth {
   std::string model;
-  bool cooled = false;         // cooled since its last success
-  util::TimePoint until{};     // end of the cooling; once past, one request probes
-  std::string reason;          // why it cooled: "429 Retry-After", "3 consecutive failures"
+  bool cooled = false;     // cooled since its last success
+  util::TimePoint until{}; // end of the cooling; once past, one request probes
+  std::string reason;      // why it cooled: "429 Retry-After", "3 consecutive failures"
   int consecutive_failures = 0;
   int consecutive_rate_limits = 0;
-  bool probing = false;        // the one request that tries the model after its cooldown is in flight
-  util::TimePoint touched{};   // last change, for eviction
+  bool probing = false;      // the one request that tries the model after its cooldown is in flight
+  util::TimePoint touched{}; // last change, for eviction
 
   bool cooling(util::TimePoint now) const { return cooled && until > now; }
 };

@@ -36,7 +36,8 @@ Answer unreachable_answer(const std::vector<std::string>& tried_keys);
 // wall-clock `now` (1 s when a key is busy at its max_concurrent, none when
 // every key is disabled). `waited`: how long the request waited for a key
 // (max_wait), shown when non-zero.
-Answer no_key_answer(const pool::Selection& selection, util::TimePoint now, std::chrono::milliseconds waited = {});
+Answer no_key_answer(const pool::Selection& selection, util::TimePoint now,
+                     std::chrono::milliseconds waited = {});
 
 // The answer as bytes on the wire, with its Content-Length; without the body
 // for a HEAD request; with `Connection: close` when the connection ends.

@@ -7,7 +7,8 @@ namespace keyshim::relay {
 using namespace std::chrono;
 
 AttemptPlan::AttemptPlan(std::size_t keys, int max_attempts)
-    : m_excluded(keys, false), m_retried(keys, false), m_max_attempts(max_attempts) {}
+    : m_excluded(keys, false), m_retried(keys, false), m_max_attempts(max_attempts) {
+}
 
 std::vector<bool> AttemptPlan::mask() const {
   if (!m_repeat) {
@@ -41,8 +42,9 @@ Answer AttemptPlan::final_answer() const {
   return m_last_error ? *m_last_error : unreachable_answer(m_tried);
 }
 
-std::optional<AttemptPlan::Wait> AttemptPlan::wait_for(const pool::Selection& selection, milliseconds max_wait,
-                                                       MonoTime now, util::TimePoint wall_now) {
+std::optional<AttemptPlan::Wait> AttemptPlan::wait_for(const pool::Selection& selection,
+                                                       milliseconds max_wait, MonoTime now,
+                                                       util::TimePoint wall_now) {
   if (max_wait.count() == 0) {
     return std::nullopt;
   }

@@ -35,12 +35,13 @@ public:
   // `data`, and the last-chunk when `last`. `done(ec)` runs when written.
   template <class Handler> void write(std::string_view data, bool last, Handler done) {
     frame(data.size(), last);
-    std::array<asio::const_buffer, 3> buffers = {asio::buffer(m_prefix), asio::buffer(data.data(), data.size()),
-                                                 asio::buffer(m_suffix)};
-    asio::async_write(m_socket, buffers, [this, done = std::move(done)](const ErrorCode& ec, std::size_t) mutable {
-      m_prefix.clear(); // the head went with the first piece
-      done(ec);
-    });
+    std::array<asio::const_buffer, 3> buffers = {
+        asio::buffer(m_prefix), asio::buffer(data.data(), data.size()), asio::buffer(m_suffix)};
+    asio::async_write(m_socket, buffers,
+                      [this, done = std::move(done)](const ErrorCode& ec, std::size_t) mutable {
+                        m_prefix.clear(); // the head went with the first piece
+                        done(ec);
+                      });
   }
   // A whole answer instead of a relayed response: with `Connection: close`
   // when `close`, without its body for a HEAD request.

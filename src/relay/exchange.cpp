@@ -77,19 +77,20 @@ void Exchange::attempt(pool::Selection selection) {
   const std::size_t index = *selection.index;
   m_plan.begin();
   m_record.attempts = m_plan.attempts();
-  m_lease = KeyLease(m_pool, index, selection.probe ? model() : nullptr, m_context.waits, m_served.config->name);
+  m_lease =
+      KeyLease(m_pool, index, selection.probe ? model() : nullptr, m_context.waits, m_served.config->name);
   const config::KeyConfig& key = m_pool.key(index);
   std::optional<std::size_t> body_size;
   if (!m_request.body().empty() || m_request.has_content_length() || m_request.chunked()) {
     body_size = m_request.body().size();
   }
   UpstreamAttempt::Request request{
-      upstream_head(m_request.base(), upstream_target(m_request.target(), m_served.query_auth_params, key), key,
-                    body_size),
+      upstream_head(m_request.base(), upstream_target(m_request.target(), m_served.query_auth_params, key),
+                    key, body_size),
       &m_request.body(), m_request.method() == http::verb::head};
-  auto upstream =
-      std::make_shared<UpstreamAttempt>(m_context.upstreams, key, std::move(request), m_client->piece_buffer(),
-                                        k_piece_size, std::shared_ptr<AttemptEvents>(shared_from_this(), this));
+  auto upstream = std::make_shared<UpstreamAttempt>(m_context.upstreams, key, std::move(request),
+                                                    m_client->piece_buffer(), k_piece_size,
+                                                    std::shared_ptr<AttemptEvents>(shared_from_this(), this));
   Trying& trying = m_phase.emplace<Trying>();
   trying.upstream = upstream;
   trying.key = index;
@@ -100,7 +101,8 @@ void Exchange::fail_attempt(policy::TransportFailure failure, const std::string&
   Trying& t = *trying();
   const std::size_t key = t.key;
   drop_upstream();
-  util::log_debug("key {} attempt failed: {} ({})", m_pool.key(key).label, failure_word(failure, false), detail);
+  util::log_debug("key {} attempt failed: {} ({})", m_pool.key(key).label, failure_word(failure, false),
+                  detail);
   policy::Outcome outcome;
   outcome.transport = failure;
   act(key, outcome, verdict_for(key, outcome), {});

@@ -94,8 +94,8 @@ void Exchange::attempt_body_failed(std::string_view piece, const std::string& er
 }
 
 policy::Outcome Exchange::outcome_of(const Trying& t, int status, std::string body) const {
-  policy::Outcome outcome{policy::TransportFailure::none, status, {}, std::move(body),
-                          t.step == Trying::Step::probe};
+  policy::Outcome outcome{
+      policy::TransportFailure::none, status, {}, std::move(body), t.step == Trying::Step::probe};
   for (const auto& field : t.upstream->head()) {
     outcome.headers.push_back({std::string(field.name_string()), std::string(field.value())});
   }

@@ -29,11 +29,12 @@ const char* failure_word(policy::TransportFailure failure, bool chain) {
   return "error";
 }
 
-void Exchange::apply_health(std::size_t index, const policy::Outcome& outcome, const policy::Verdict& verdict) {
+void Exchange::apply_health(std::size_t index, const policy::Outcome& outcome,
+                            const policy::Verdict& verdict) {
   const std::string& label = m_pool.key(index).label;
   bool response = outcome.transport == policy::TransportFailure::none;
-  m_plan.note_tried(fmt::format("{}: {}", label,
-                                response ? std::to_string(outcome.status) : failure_word(outcome.transport, false)));
+  m_plan.note_tried(fmt::format(
+      "{}: {}", label, response ? std::to_string(outcome.status) : failure_word(outcome.transport, false)));
   m_record.chain.push_back(fmt::format(
       "{}:{}", label, response ? std::to_string(outcome.status) : failure_word(outcome.transport, true)));
   pool::Streaks streaks = m_pool.report(index, model(), health_report(outcome, verdict));
@@ -78,7 +79,8 @@ Watchdog::Kind Exchange::deadline_kind() const {
   if (t->step == Trying::Step::connecting) {
     return Watchdog::Kind::connect;
   }
-  return t->step == Trying::Step::probe && !t->held.empty() ? Watchdog::Kind::idle : Watchdog::Kind::first_byte;
+  return t->step == Trying::Step::probe && !t->held.empty() ? Watchdog::Kind::idle
+                                                            : Watchdog::Kind::first_byte;
 }
 
 // One timer per exchange. Progress only moves the watchdog's deadline; the

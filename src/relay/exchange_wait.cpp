@@ -34,7 +34,8 @@ bool Exchange::start_waiting(const pool::Selection& selection) {
   m_plan.readmit([this](std::size_t i) { return cooling_for_request(i); });
   if (!in<Waiting>()) {
     util::log_debug("{} {} waits up to {} for a key of pool {}", m_record.method, m_record.path,
-                    util::format_duration(duration_cast<milliseconds>(wait->until - now)), m_served.config->name);
+                    util::format_duration(duration_cast<milliseconds>(wait->until - now)),
+                    m_served.config->name);
   }
   m_phase = Waiting{};
   m_context.waits.enter(m_served.config->name, shared_from_this());

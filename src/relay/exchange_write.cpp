@@ -83,8 +83,9 @@ void Exchange::answer(const Answer& answer, bool close) {
   m_record.status = answer.status;
   m_record.bytes = answer.body.size();
   close = close || !m_request.keep_alive();
-  m_out.answer(answer, m_request.method() == http::verb::head, close,
-               [self = shared_from_this(), close](const ErrorCode& ec) { self->on_answer_written(ec, close); });
+  m_out.answer(
+      answer, m_request.method() == http::verb::head, close,
+      [self = shared_from_this(), close](const ErrorCode& ec) { self->on_answer_written(ec, close); });
 }
 
 void Exchange::on_answer_written(const ErrorCode& ec, bool close) {

@@ -21,9 +21,9 @@ struct RequestRecord {
   std::vector<std::string> chain; // "label:status" or "label:connect error" per attempt
   std::optional<std::chrono::milliseconds> ttfb;
   std::chrono::milliseconds duration{0};
-  std::uint64_t bytes = 0;  // body bytes written to the client
-  bool stream = false;      // sent chunked as it arrived
-  std::optional<std::uint64_t> input_tokens;  // the usage the response reported, if it did
+  std::uint64_t bytes = 0;                   // body bytes written to the client
+  bool stream = false;                       // sent chunked as it arrived
+  std::optional<std::uint64_t> input_tokens; // the usage the response reported, if it did
   std::optional<std::uint64_t> output_tokens;
   std::string error;        // why it ended abnormally, "" when it did not
   bool client_left = false; // the client hung up: its own doing, not a warning

@@ -19,7 +19,8 @@ constexpr std::uint32_t k_max_response_head = 64 * 1024;
 UpstreamAttempt::UpstreamAttempt(UpstreamPool& upstreams, const config::KeyConfig& key, Request request,
                                  char* pieces, std::size_t piece_size, std::shared_ptr<AttemptEvents> events)
     : m_upstreams(upstreams), m_key(key), m_request(std::move(request)), m_pieces(pieces),
-      m_piece_size(piece_size), m_events(std::move(events)) {}
+      m_piece_size(piece_size), m_events(std::move(events)) {
+}
 
 void UpstreamAttempt::start(MonoTime now) {
   m_conn = m_upstreams.take_idle(UpstreamPool::origin_of(m_key), now);
@@ -89,11 +90,10 @@ void UpstreamAttempt::read_head() {
     m_parser->skip(true);
   }
   m_conn->with_stream([&](auto& stream) {
-    http::async_read_header(stream, m_conn->buffer(), *m_parser,
-                            [self = shared_from_this(), conn = m_conn, parser = m_parser,
-                             generation = m_generation](const ErrorCode& ec, std::size_t) {
-                              self->on_head(generation, ec);
-                            });
+    http::async_read_header(
+        stream, m_conn->buffer(), *m_parser,
+        [self = shared_from_this(), conn = m_conn, parser = m_parser,
+         generation = m_generation](const ErrorCode& ec, std::size_t) { self->on_head(generation, ec); });
   });
 }
 
@@ -123,11 +123,10 @@ void UpstreamAttempt::read_body() {
   m_parser->get().body().data = m_pieces;
   m_parser->get().body().size = m_piece_size;
   m_conn->with_stream([&](auto& stream) {
-    http::async_read_some(stream, m_conn->buffer(), *m_parser,
-                          [self = shared_from_this(), conn = m_conn, parser = m_parser,
-                           generation = m_generation](const ErrorCode& ec, std::size_t) {
-                            self->on_piece(generation, ec);
-                          });
+    http::async_read_some(
+        stream, m_conn->buffer(), *m_parser,
+        [self = shared_from_this(), conn = m_conn, parser = m_parser,
+         generation = m_generation](const ErrorCode& ec, std::size_t) { self->on_piece(generation, ec); });
   });
 }
 

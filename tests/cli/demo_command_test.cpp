@@ -71,12 +71,14 @@ TEST(DemoCommand, OnceStreamsThroughTheFailoverAndShowsChainAndTable) {
             std::string::npos)
       << out;
   EXPECT_NE(out.find("  model demo  "), std::string::npos) << out;
-  EXPECT_NE(out.find("POST /team/v1/chat/completions goes to the second pool, \"team\", and its own key: 200"),
-            std::string::npos)
+  EXPECT_NE(
+      out.find("POST /team/v1/chat/completions goes to the second pool, \"team\", and its own key: 200"),
+      std::string::npos)
       << out;
   EXPECT_NE(out.find("pool default at / -> "), std::string::npos) << out;
   EXPECT_NE(out.find("pool team at /team -> "), std::string::npos) << out;
-  EXPECT_NE(out.find("POST /team/v1/chat/completions 200 pool=team model=demo key=team"), std::string::npos) << out;
+  EXPECT_NE(out.find("POST /team/v1/chat/completions 200 pool=team model=demo key=team"), std::string::npos)
+      << out;
   EXPECT_EQ(out.find('\033'), std::string::npos) << "no colour when stdout is not a terminal";
   EXPECT_EQ(out.find("curl -N"), std::string::npos) << "--once does not offer a server it is about to stop";
   EXPECT_EQ(out.find("demo-healthy-0003"), std::string::npos) << "even demo keys print as fingerprints";

@@ -68,7 +68,8 @@ TEST(InitCommand, StarterFileTellsCheckWhichVariableToSet) {
   options.unset_env = {"KEYSHIM_OPENAI_KEY"};
   RunResult result = run_binary({KEYSHIM_BINARY, "check", "-c", path}, options);
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_NE(result.err.find("pools.openai.keys[1]: \"key_env\" names KEYSHIM_OPENAI_KEY, which is not set"), std::string::npos)
+  EXPECT_NE(result.err.find("pools.openai.keys[1]: \"key_env\" names KEYSHIM_OPENAI_KEY, which is not set"),
+            std::string::npos)
       << result.err;
 }
 

@@ -123,10 +123,10 @@ TEST(StatusTable, OneKeyIsSingular) {
 }
 
 TEST(StatusTable, ControlCharactersFromLabelsAndReasonsNeverReachTheTerminal) {
-  keyshim::util::Json status =
-      parse(R"({"totals":{"total":1,"available":0,"cooling":1,"disabled":0},)"
-            R"("pools":[{"name":"evil\u001b[2J","keys":[{"label":"evil\u001b[2J","fingerprint":"sk-e~00000000",)"
-            R"("state":"cooling","resumes_in_ms":1000,"reason":"429 \u001b]0;x\u0007"}]}]})");
+  keyshim::util::Json status = parse(
+      R"({"totals":{"total":1,"available":0,"cooling":1,"disabled":0},)"
+      R"("pools":[{"name":"evil\u001b[2J","keys":[{"label":"evil\u001b[2J","fingerprint":"sk-e~00000000",)"
+      R"("state":"cooling","resumes_in_ms":1000,"reason":"429 \u001b]0;x\u0007"}]}]})");
   std::string table = render_status_table(status, false);
   EXPECT_EQ(table.find('\033'), std::string::npos) << table;
   EXPECT_EQ(table.find('\a'), std::string::npos) << table;

@@ -40,7 +40,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   if (std::optional<std::string> model = keyshim::policy::request_model("/v1beta/models/x:y", body)) {
     KEYSHIM_FUZZ_CHECK(!model->empty() && model->size() <= keyshim::policy::k_max_model_name);
-    KEYSHIM_FUZZ_CHECK(std::all_of(model->begin(), model->end(), [](char c) { return c > 0x20 && c < 0x7f; }));
+    KEYSHIM_FUZZ_CHECK(
+        std::all_of(model->begin(), model->end(), [](char c) { return c > 0x20 && c < 0x7f; }));
   }
   return 0;
 }

@@ -30,8 +30,7 @@ std::string upstream_settings(const std::string& base_url, const std::string& ex
 
 } // namespace
 
-Shim::Shim(const std::string& pool, const std::string& upstream_url)
-    : m_upstream_url(upstream_url) {
+Shim::Shim(const std::string& pool, const std::string& upstream_url) : m_upstream_url(upstream_url) {
   m_path = m_dir.write("keys.toml", substitute(pool, upstream_url), 0600);
   server::ServeOptions options;
   options.config_path = m_path;

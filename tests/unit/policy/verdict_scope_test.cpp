@@ -40,7 +40,8 @@ TEST(VerdictScope, RateLimitsOutagesErrorEventsAndSilenceAreTheModels) {
   for (int status : {500, 502, 503, 504}) {
     EXPECT_EQ(scope_of(response(status)), Scope::model) << status;
   }
-  EXPECT_EQ(scope_of(event_stream("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}\n\n")),
+  EXPECT_EQ(scope_of(event_stream(
+                "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}\n\n")),
             Scope::model);
   EXPECT_EQ(scope_of(transport(TransportFailure::first_byte_timeout)), Scope::model);
 }
@@ -61,20 +62,22 @@ TEST(RequestModel, OnlyTheTopLevelMemberCounts) {
 }
 
 TEST(RequestModel, GeminiNamesItInThePath) {
-  EXPECT_EQ(request_model("/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", ""), "gemini-2.5-pro");
+  EXPECT_EQ(request_model("/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", ""),
+            "gemini-2.5-pro");
   EXPECT_EQ(request_model("/v1beta/models/gemini-2.5-flash:generateContent", R"({"contents":[]})"),
             "gemini-2.5-flash");
   EXPECT_EQ(request_model("/v1/models/gpt-4o", ""), std::nullopt); // describing a model is not using it
 }
 
 TEST(RequestModel, AnythingElseIsNoModel) {
-  for (std::string_view body : {"", "not json", "[1,2]", "{}", R"({"model":42})", R"({"model":"")",
-                                R"({"model":"has space"})", R"({"model":"esc\u0041pe"})", "{\"model\":\"open",
-                                R"({"a":{"b":[1,2,{"c":"}"}]},"model"})"}) {
+  for (std::string_view body :
+       {"", "not json", "[1,2]", "{}", R"({"model":42})", R"({"model":"")", R"({"model":"has space"})",
+        R"({"model":"esc\u0041pe"})", "{\"model\":\"open", R"({"a":{"b":[1,2,{"c":"}"}]},"model"})"}) {
     EXPECT_EQ(request_model("/v1/chat/completions", body), std::nullopt) << body;
   }
-  EXPECT_EQ(request_model("/v1/chat/completions", "{\"model\":\"" + std::string(k_max_model_name + 1, 'x') + "\"}"),
-            std::nullopt);
+  EXPECT_EQ(
+      request_model("/v1/chat/completions", "{\"model\":\"" + std::string(k_max_model_name + 1, 'x') + "\"}"),
+      std::nullopt);
 }
 
 TEST(RequestModel, ABigBodyIsSkippedThroughToALateModel) {

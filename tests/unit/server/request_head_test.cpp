@@ -220,10 +220,11 @@ TEST(StatusJson, HealthSaysUnavailableWithoutAvailableKeys) {
 TEST(StatusJson, HealthIsDegradedWhenOnePoolHasNoKeyAvailable) {
   std::vector<PoolReport> pools = {pool_with("openai", {1, 1, 0, 0}), pool_with("anthropic", {1, 0, 1, 0})};
   std::string json = health_json(pools);
-  EXPECT_EQ(json.rfind(R"({"status":"degraded","keys":{"total":2,"available":1,"cooling":1,"disabled":0})", 0),
-            0u)
+  EXPECT_EQ(
+      json.rfind(R"({"status":"degraded","keys":{"total":2,"available":1,"cooling":1,"disabled":0})", 0), 0u)
       << json;
-  EXPECT_NE(json.find(R"({"name":"anthropic","route":"/anthropic","status":"unavailable")"), std::string::npos)
+  EXPECT_NE(json.find(R"({"name":"anthropic","route":"/anthropic","status":"unavailable")"),
+            std::string::npos)
       << json;
   EXPECT_FALSE(every_pool_serves(pools));
   EXPECT_TRUE(every_pool_serves({pools[0]}));
