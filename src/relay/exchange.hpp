@@ -14,7 +14,6 @@
 // deadline timer and shutdown are events on this state, never polls.
 // Everything runs on the event loop's thread; nothing here blocks.
 #include "policy/failure_policy.hpp"
-#include "policy/stream_decoder.hpp"
 #include "policy/usage_meter.hpp"
 #include "relay/attempt_plan.hpp"
 #include "relay/beast.hpp"
@@ -23,6 +22,7 @@
 #include "relay/key_lease.hpp"
 #include "relay/pool_state.hpp"
 #include "relay/request_log.hpp"
+#include "relay/response_probe.hpp"
 #include "relay/upstream_attempt.hpp"
 #include "relay/upstream_conn.hpp"
 #include "relay/wait_room.hpp"
@@ -116,9 +116,7 @@ private:
     std::shared_ptr<UpstreamAttempt> upstream;
     std::size_t key = 0;
     Step step = Step::connecting;
-    std::string held;    // the probed start of a stream, or an error body
-    std::string decoded; // the same, decompressed, for the checks
-    std::unique_ptr<policy::StreamDecoder> decoder;
+    ResponseProbe probe; // error_body and probe: what was read to judge
   };
   // Committed: the client has (or is getting) bytes of this key's response.
   struct Streaming {

@@ -14,11 +14,6 @@ namespace {
 
 using namespace std::chrono;
 
-// How much of a 200 event stream is held back while looking for its first
-// event, and how much of an error body is kept.
-constexpr std::size_t k_probe_limit = 64 * 1024;
-constexpr std::size_t k_error_body_limit = 1024 * 1024;
-
 bool is_event_stream(const http::response_header<>& head) {
   std::string_view type = head[http::field::content_type];
   return type.size() >= 17 && util::iequals(type.substr(0, 17), "text/event-stream");
@@ -45,15 +40,17 @@ void Exchange::attempt_head() {
   const ResponseParser& parser = t.upstream->parser();
   const auto& head = parser.get();
   int status = static_cast<int>(head.result_int());
+  std::unique_ptr<policy::StreamDecoder> decoder;
   if (status < 200 || status >= 400) {
     t.step = Trying::Step::error_body;
-    t.decoder = policy::make_decoder(head[http::field::content_encoding]);
+    t.probe = ResponseProbe::error_body(policy::make_decoder(head[http::field::content_encoding]));
   } else if (parser.is_done()) {
     commit({}, true); // no body: HEAD, 204, 304, Content-Length: 0
     return;
   } else if (status == 200 && is_event_stream(head) &&
-             (t.decoder = policy::make_decoder(head[http::field::content_encoding]))) {
-    t.step = Trying::Step::probe;
+             (decoder = policy::make_decoder(head[http::field::content_encoding]))) {
+    t.step = Trying::Step::probe; // other encodings skip the probe
+    t.probe = ResponseProbe::event_stream(std::move(decoder));
   } else {
     t.step = Trying::Step::first_body; // commit on the first body bytes
   }
@@ -104,49 +101,43 @@ policy::Outcome Exchange::outcome_of(const Trying& t, int status, std::string bo
 
 void Exchange::take_error_piece(std::string_view piece, bool done) {
   Trying& t = *trying();
-  std::size_t room = k_error_body_limit - std::min(t.held.size(), k_error_body_limit);
-  t.held.append(piece.substr(0, std::min(room, piece.size())));
-  if (t.decoder && !t.decoder->feed(piece, t.decoded, k_error_body_limit)) {
-    t.decoder.reset();
-  }
-  if (!done && t.held.size() < k_error_body_limit) {
+  if (t.probe.wants_more(piece, done)) {
     t.upstream->read_body();
     return;
   }
   t.upstream->finish(m_context.mono.now()); // kept for the next request when it ended cleanly
   policy::Outcome outcome =
-      outcome_of(t, static_cast<int>(t.upstream->head().result_int()), t.decoder ? t.decoded : t.held);
-  act(t.key, outcome, verdict_for(t.key, outcome), t.held);
+      outcome_of(t, static_cast<int>(t.upstream->head().result_int()), t.probe.judged().value_or(""));
+  act(t.key, outcome, verdict_for(t.key, outcome), t.probe.held());
 }
 
 // The first event decides: an error event means this key failed although the
 // status said 200, and nothing has been sent yet.
 void Exchange::take_probe_piece(std::string_view piece, bool done) {
   Trying& t = *trying();
-  bool first = t.held.empty(); // keep-alive comments before the first event count as a live upstream
-  t.held.append(piece);
+  bool first = !t.probe.holding();
+  bool more = t.probe.wants_more(piece, done);
   if (first) {
-    arm_deadline(m_settings.idle_timeout);
+    arm_deadline(
+        m_settings.idle_timeout); // keep-alive comments before the first event count as a live upstream
   }
-  bool readable = t.decoder->feed(piece, t.decoded, k_probe_limit);
-  std::optional<std::size_t> end = policy::first_event_end(t.decoded);
-  if (readable && !end && !done && t.held.size() < k_probe_limit && t.decoded.size() < k_probe_limit) {
+  if (more) {
     t.upstream->read_body();
     return;
   }
-  if (readable && end) {
-    policy::Outcome outcome = outcome_of(t, 200, t.decoded.substr(0, *end));
+  if (std::optional<std::string> event = t.probe.judged()) {
+    policy::Outcome outcome = outcome_of(t, 200, std::move(*event));
     policy::Verdict verdict = verdict_for(t.key, outcome);
     if (verdict.action != policy::Action::commit) {
       // Held bytes, not nothing: when this was the last attempt, they are
       // relayed verbatim, and an empty 200 would be a silent empty answer.
-      std::string held = std::move(t.held);
+      std::string held = std::move(t.probe.held());
       drop_upstream();
       act(t.key, outcome, verdict, held);
       return;
     }
   }
-  commit({}, done, std::move(t.held));
+  commit({}, done, std::move(t.probe.held()));
 }
 
 } // namespace keyshim::relay

@@ -39,29 +39,7 @@ void Exchange::apply_health(std::size_t index, const policy::Outcome& outcome,
       "{}:{}", label, response ? std::to_string(outcome.status) : failure_word(outcome.transport, true)));
   pool::Streaks streaks = m_pool.report(index, model(), health_report(outcome, verdict));
   // A model's trouble cools the pair (key, model); the key serves other models.
-  const std::string* scoped = verdict.scope == policy::Scope::model ? model() : nullptr;
-  std::string scope_text = scoped ? fmt::format(" for model {}", *scoped) : std::string();
-  switch (verdict.change) {
-  case policy::HealthChange::success:
-  case policy::HealthChange::none:
-    break;
-  case policy::HealthChange::failure:
-    if (verdict.cooldown.count() > 0) {
-      util::log_warn("key {} cooling {}{}: {} consecutive failures ({})", label,
-                     util::format_duration(verdict.cooldown), scope_text, streaks.failures, verdict.reason);
-    }
-    break;
-  case policy::HealthChange::cool:
-    util::log_warn("key {} cooling {}{}: {}", label, util::format_duration(verdict.cooldown), scope_text,
-                   verdict.reason);
-    break;
-  case policy::HealthChange::disable:
-    // A reload keeps the health of unchanged keys, so only a new key (or a
-    // restart) brings this one back: retrying a revoked key helps nobody.
-    util::log_error("key {} disabled: {} (replace it in the pool file and run `keyshim reload`)", label,
-                    verdict.reason);
-    break;
-  }
+  log_health_change(label, verdict, verdict.scope == policy::Scope::model ? model() : nullptr, streaks);
 }
 
 // The deadline the current phase runs under: derived, never stored beside it.
@@ -79,8 +57,8 @@ Watchdog::Kind Exchange::deadline_kind() const {
   if (t->step == Trying::Step::connecting) {
     return Watchdog::Kind::connect;
   }
-  return t->step == Trying::Step::probe && !t->held.empty() ? Watchdog::Kind::idle
-                                                            : Watchdog::Kind::first_byte;
+  return t->step == Trying::Step::probe && t->probe.holding() ? Watchdog::Kind::idle
+                                                              : Watchdog::Kind::first_byte;
 }
 
 // One timer per exchange. Progress only moves the watchdog's deadline; the

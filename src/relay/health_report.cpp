@@ -1,5 +1,10 @@
 #include "relay/health_report.hpp"
 
+#include "util/duration.hpp"
+#include "util/log.hpp"
+
+#include <fmt/format.h>
+
 namespace keyshim::relay {
 namespace {
 
@@ -56,6 +61,32 @@ pool::Report served_report(int status) {
   report.change = pool::Change::success;
   report.status = status;
   return report;
+}
+
+void log_health_change(std::string_view label, const policy::Verdict& verdict, const std::string* model,
+                       const pool::Streaks& streaks) {
+  std::string scope = model ? fmt::format(" for model {}", *model) : std::string();
+  switch (verdict.change) {
+  case policy::HealthChange::success:
+  case policy::HealthChange::none:
+    break;
+  case policy::HealthChange::failure:
+    if (verdict.cooldown.count() > 0) {
+      util::log_warn("key {} cooling {}{}: {} consecutive failures ({})", label,
+                     util::format_duration(verdict.cooldown), scope, streaks.failures, verdict.reason);
+    }
+    break;
+  case policy::HealthChange::cool:
+    util::log_warn("key {} cooling {}{}: {}", label, util::format_duration(verdict.cooldown), scope,
+                   verdict.reason);
+    break;
+  case policy::HealthChange::disable:
+    // A reload keeps the health of unchanged keys, so only a new key (or a
+    // restart) brings this one back: retrying a revoked key helps nobody.
+    util::log_error("key {} disabled: {} (replace it in the pool file and run `keyshim reload`)", label,
+                    verdict.reason);
+    break;
+  }
 }
 
 } // namespace keyshim::relay

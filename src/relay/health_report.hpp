@@ -5,6 +5,8 @@
 #include "pool/key_pool.hpp"
 
 #include <optional>
+#include <string>
+#include <string_view>
 
 namespace keyshim::relay {
 
@@ -19,5 +21,12 @@ pool::Report health_report(const policy::Outcome& outcome, const policy::Verdict
 
 // The report of an attempt whose response was committed to the client.
 pool::Report served_report(int status);
+
+// The log line a verdict's change of health earns, with the key's `label`,
+// `model` when the change is the model's, and the streaks after the change:
+// `key team cooling 30s for model gpt-4o: 429 Retry-After`. Nothing for a
+// success or a neutral answer.
+void log_health_change(std::string_view label, const policy::Verdict& verdict, const std::string* model,
+                       const pool::Streaks& streaks);
 
 } // namespace keyshim::relay
