@@ -4,6 +4,7 @@
 
 #include "pool/key_pool.hpp"
 #include "support/fake_clock.hpp"
+#include "support/pool_reports.hpp"
 
 #include <gtest/gtest.h>
 
@@ -92,13 +93,7 @@ TEST_F(WaitRoomTest, AFreedSlotGoesToTheWaitersInArrivalOrder) {
 }
 
 TEST_F(WaitRoomTest, ACooldownEndingLetsTheFirstWaiterInOnTheFakeClock) {
-  pool::Report retry_after;
-  retry_after.change = pool::Change::cool;
-  retry_after.status = 429;
-  retry_after.cooldown = 2s;
-  retry_after.rate_limited = true;
-  retry_after.reason = "429 Retry-After";
-  m_pool.report(0, nullptr, retry_after);
+  m_pool.report(0, nullptr, test::cool(429, 2s, true, "429 Retry-After"));
   auto first = waiter("first");
   auto second = waiter("second");
   m_clock.advance(1999ms);

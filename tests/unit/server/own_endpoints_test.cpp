@@ -3,10 +3,10 @@
 // request nothing can serve is answered here instead of being relayed.
 #include "server/own_endpoints.hpp"
 
-#include "config/loader.hpp"
 #include "server/published_state.hpp"
 #include "support/fake_clock.hpp"
 #include "support/log_capture.hpp"
+#include "support/serving_state.hpp"
 
 #include <gtest/gtest.h>
 
@@ -32,24 +32,21 @@ protected:
   OwnEndpointsTest() { m_listen.port = 8787; }
 
   void serve(const std::string& toml) {
-    config::LoadResult loaded = config::load_pool_text(toml, "keys.toml");
-    ASSERT_TRUE(loaded.ok()) << loaded.problems_text();
-    auto config = std::make_shared<const config::Config>(std::move(*loaded.config));
-    std::vector<std::shared_ptr<pool::KeyPool>> pools;
-    for (const config::PoolConfig& pool : config->pools) {
-      pools.push_back(std::make_shared<pool::KeyPool>(pool.keys, pool.upstream.strategy, m_clock));
-    }
-    m_published.publish(
-        std::make_shared<relay::PoolState>(relay::PoolState::serving(std::move(config), std::move(pools))));
+    m_published.publish(std::make_shared<relay::PoolState>(test::serving_state(toml, m_clock)));
   }
 
-  std::optional<relay::Answer> ask(http::verb verb, const char* target, const char* host = "127.0.0.1:8787") {
+  // A request head as a tool sends it; tests add the fields they are about.
+  static http::request_header<> request_head(http::verb verb, const char* target,
+                                             const char* host = "127.0.0.1:8787") {
     http::request_header<> head;
     head.method(verb);
     head.target(target);
     head.version(11);
     head.set(http::field::host, host);
-    return ask(head);
+    return head;
+  }
+  std::optional<relay::Answer> ask(http::verb verb, const char* target, const char* host = "127.0.0.1:8787") {
+    return ask(request_head(verb, target, host));
   }
   std::optional<relay::Answer> ask(const http::request_header<>& head) {
     return m_own.answer(head, *m_published.current());
@@ -73,10 +70,7 @@ TEST_F(OwnEndpointsTest, RefusesANonLoopbackHostBeforeAnythingElse) {
 
 TEST_F(OwnEndpointsTest, RefusesAnOriginNotAllowed) {
   serve(k_token_pool);
-  http::request_header<> head;
-  head.method(http::verb::post);
-  head.target("/v1/chat/completions");
-  head.set(http::field::host, "localhost");
+  http::request_header<> head = request_head(http::verb::post, "/v1/chat/completions", "localhost");
   head.set(http::field::origin, "https://evil.example");
   std::optional<relay::Answer> answer = ask(head);
   ASSERT_TRUE(answer);
@@ -103,10 +97,7 @@ TEST_F(OwnEndpointsTest, StatusAndRelayedPathsNeedTheToken) {
   EXPECT_EQ(status->status, 401);
   EXPECT_NE(status->body.find("invalid_client_token"), std::string::npos);
 
-  http::request_header<> head;
-  head.method(http::verb::get);
-  head.target("/status");
-  head.set(http::field::host, "127.0.0.1");
+  http::request_header<> head = request_head(http::verb::get, "/status", "127.0.0.1");
   head.set(http::field::authorization, "Bearer own-endpoints-token");
   std::optional<relay::Answer> allowed = ask(head);
   ASSERT_TRUE(allowed);

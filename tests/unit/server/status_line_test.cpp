@@ -2,8 +2,9 @@
 // pool cannot serve, and never a key.
 #include "server/status_line.hpp"
 
-#include "config/loader.hpp"
 #include "support/fake_clock.hpp"
+#include "support/pool_reports.hpp"
+#include "support/serving_state.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,25 +14,12 @@ namespace {
 using namespace std::chrono_literals;
 
 relay::PoolState serving(const std::string& toml, util::Clock& clock) {
-  config::LoadResult loaded = config::load_pool_text(toml, "keys.toml");
-  EXPECT_TRUE(loaded.ok()) << loaded.problems_text();
-  auto config = std::make_shared<const config::Config>(std::move(*loaded.config));
-  std::vector<std::shared_ptr<pool::KeyPool>> pools;
-  for (const config::PoolConfig& pool : config->pools) {
-    pools.push_back(std::make_shared<pool::KeyPool>(pool.keys, pool.upstream.strategy, clock));
-  }
-  return relay::PoolState::serving(std::move(config), std::move(pools));
+  return test::serving_state(toml, clock);
 }
 
 // A 429 without a usable hint, cooling the key for 30 s.
 pool::Report cooling_429() {
-  pool::Report report;
-  report.change = pool::Change::cool;
-  report.status = 429;
-  report.cooldown = 30s;
-  report.rate_limited = true;
-  report.reason = "429";
-  return report;
+  return test::cool(429, 30s, true, "429");
 }
 
 constexpr const char* k_one_pool = R"([[keys]]
@@ -61,11 +49,7 @@ TEST(StatusLine, CountsKeysByStateAndLeavesOutStatesNoKeyIsIn) {
   EXPECT_EQ(status_line(state), "3 keys: 3 available");
   state.pools[0].keys->report(0, nullptr, cooling_429());
   EXPECT_EQ(status_line(state), "3 keys: 2 available, 1 cooling");
-  pool::Report revoked;
-  revoked.change = pool::Change::disable;
-  revoked.status = 401;
-  revoked.reason = "401";
-  state.pools[0].keys->report(1, nullptr, revoked);
+  state.pools[0].keys->report(1, nullptr, test::disable(401, "401"));
   EXPECT_EQ(status_line(state), "3 keys: 1 available, 1 cooling, 1 disabled");
 }
 
