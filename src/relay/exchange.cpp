@@ -33,10 +33,6 @@ Exchange::Exchange(std::shared_ptr<const PoolState> state, const Route& route, C
   m_record.model = m_model.value_or("");
 }
 
-Exchange::~Exchange() {
-  drop_upstream();
-}
-
 void Exchange::start() {
   watch_client();
   // Requests already waiting for this pool's keys go first: one may be

@@ -85,7 +85,6 @@ public:
   // Relay `request` to the pool `route` names, with the route's target.
   Exchange(std::shared_ptr<const PoolState> state, const Route& route, ClientRequest request,
            std::shared_ptr<Downstream> client, RelayContext& context);
-  ~Exchange() override;
 
   // Begin: choose a key and make the first attempt (or answer at once).
   void start();

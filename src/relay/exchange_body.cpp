@@ -44,6 +44,10 @@ void Exchange::attempt_head() {
   if (status < 200 || status >= 400) {
     t.step = Trying::Step::error_body;
     t.probe = ResponseProbe::error_body(policy::make_decoder(head[http::field::content_encoding]));
+    if (parser.is_done()) {
+      take_error_piece({}, true); // an error without a body is judged at once
+      return;
+    }
   } else if (parser.is_done()) {
     commit({}, true); // no body: HEAD, 204, 304, Content-Length: 0
     return;
@@ -53,10 +57,6 @@ void Exchange::attempt_head() {
     t.probe = ResponseProbe::event_stream(std::move(decoder));
   } else {
     t.step = Trying::Step::first_body; // commit on the first body bytes
-  }
-  if (parser.is_done()) {
-    take_error_piece({}, true);
-    return;
   }
   t.upstream->read_body();
 }

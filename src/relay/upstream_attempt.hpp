@@ -61,7 +61,6 @@ public:
 
   const http::response_header<>& head() const { return m_parser->get(); }
   const ResponseParser& parser() const { return *m_parser; }
-  std::size_t piece_size() const { return m_piece_size; }
 
 private:
   // The exchange to report to, held for the handler's whole run (a report
@@ -84,7 +83,9 @@ private:
   Request m_request;
   char* m_pieces;
   std::size_t m_piece_size;
-  std::shared_ptr<AttemptEvents> m_events; // null once abandoned or finished
+  // The exchange, kept alive while the attempt may still report to it; null
+  // once abandoned or finished, which every phase change does first.
+  std::shared_ptr<AttemptEvents> m_events;
   std::shared_ptr<UpstreamConn> m_conn;
   std::shared_ptr<ResponseParser> m_parser; // shared with its pending read, like the connection
   bool m_reused = false;                    // a pooled connection: a stale one earns one fresh retry
