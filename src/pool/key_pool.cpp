@@ -202,6 +202,12 @@ void KeyPool::count_bytes(std::size_t index, std::uint64_t bytes) {
   }
 }
 
+void KeyPool::count_websocket(std::size_t index, int change) {
+  HealthCell& cell = *m_cells.at(index);
+  std::lock_guard lock(cell.mutex);
+  cell.health.websockets = std::max(0, cell.health.websockets + change);
+}
+
 KeyHealth KeyPool::health(std::size_t index) const {
   HealthCell& cell = *m_cells.at(index);
   std::lock_guard lock(cell.mutex);

@@ -49,6 +49,7 @@ struct KeyHealth {
   int last_status = 0; // 0 = none yet or transport failure
   util::TimePoint last_used{};
   int in_flight = 0;
+  int websockets = 0;              // relayed WebSockets open now (they hold no in-flight slot)
   UsageCounts today;               // since local midnight
   UsageCounts total;               // since keyshim started
   int usage_day = 0;               // the local day `today` counts: year * 1000 + day of the year
@@ -150,6 +151,8 @@ public:
   void count_tokens(std::size_t index, std::uint64_t input, std::uint64_t output);
   // Body bytes a response served by the key relayed to its client.
   void count_bytes(std::size_t index, std::uint64_t bytes);
+  // A WebSocket the key's handshake opened (+1) has closed (-1).
+  void count_websocket(std::size_t index, int change);
 
   KeyHealth health(std::size_t index) const;
   std::vector<KeySnapshot> snapshot() const;

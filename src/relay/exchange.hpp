@@ -7,6 +7,7 @@
 //     -> Trying again with another key, or Waiting for one, or
 //     -> Streaming (committed: the client has bytes) -> Done
 //   Choosing -> Answering (503, 502, a relayed error) -> Done
+//   Trying (a WebSocket handshake answered 101) -> Tunnelling -> Done
 //
 // The pieces it drives have rooms of their own: AttemptPlan (which key
 // next, pure), KeyLease (the key held), UpstreamAttempt (one attempt's
@@ -27,6 +28,7 @@
 #include "relay/upstream_conn.hpp"
 #include "relay/wait_room.hpp"
 #include "relay/watchdog.hpp"
+#include "relay/ws_tunnel.hpp"
 #include "util/clock.hpp"
 
 #include <memory>
@@ -52,6 +54,9 @@ public:
     drop,    // the client left, or its answer was cut: close now, nothing to linger for
   };
   virtual void exchange_finished(Next next) = 0;
+  // The bytes read past the request (a WebSocket's first frames, sent
+  // before its 101 arrived), taken from the connection's buffer.
+  virtual std::string take_read_ahead() = 0;
 
   // k_piece_size bytes where response pieces land on their way to this
   // client. Kept across its requests (one exchange at a time uses it): a
@@ -124,9 +129,15 @@ private:
     policy::UsageMeter usage; // the tokens the response reports
     std::string held;         // a probed start, written as the first piece
   };
+  // A WebSocket: the upstream's 101 went to the client and the two
+  // connections are joined until either side ends.
+  struct Tunnelling {
+    std::shared_ptr<WsTunnel> tunnel;
+    std::size_t key = 0;
+  };
   struct Answering {};
   struct Done {};
-  using Phase = std::variant<Choosing, Waiting, Trying, Streaming, Answering, Done>;
+  using Phase = std::variant<Choosing, Waiting, Trying, Streaming, Tunnelling, Answering, Done>;
 
   template <class P> bool in() const { return std::holds_alternative<P>(m_phase); }
   Trying* trying() { return std::get_if<Trying>(&m_phase); }
@@ -153,6 +164,10 @@ private:
   policy::Outcome outcome_of(const Trying& trying, int status, std::string body) const;
   // The commit point, with `first` (a piece) or the `held` start of a stream.
   void commit(std::string_view first, bool done, std::string held = {});
+
+  // ---- a WebSocket after its 101 (exchange_tunnel.cpp)
+  void open_tunnel();
+  void on_tunnel_closed(const WsTunnel::Summary& summary);
 
   // ---- writing to the client and the end (exchange_write.cpp)
   void write_piece(std::string_view data, bool last);

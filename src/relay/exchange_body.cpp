@@ -41,6 +41,10 @@ void Exchange::attempt_head() {
   const auto& head = parser.get();
   int status = static_cast<int>(head.result_int());
   std::unique_ptr<policy::StreamDecoder> decoder;
+  if (status == 101 && is_websocket_upgrade(m_request)) {
+    open_tunnel();
+    return;
+  }
   if (status < 200 || status >= 400) {
     t.step = Trying::Step::error_body;
     t.probe = ResponseProbe::error_body(policy::make_decoder(head[http::field::content_encoding]));

@@ -139,6 +139,10 @@ void Exchange::cancel(const std::string& why) {
 }
 
 void Exchange::abort(const std::string& why) {
+  if (Tunnelling* t = std::get_if<Tunnelling>(&m_phase)) {
+    t->tunnel->abort(why); // closes both sides with 1001, then reports
+    return;
+  }
   cancel(why);
 }
 

@@ -110,6 +110,31 @@ bool is_credential(std::string_view name) {
   return in_list(k_credential_headers, name);
 }
 
+bool is_websocket_upgrade(const http::request_header<>& request) {
+  if (request.method() != http::verb::get || !named_by_connection(request, "upgrade")) {
+    return false;
+  }
+  auto range = request.equal_range(http::field::upgrade);
+  return std::any_of(range.first, range.second,
+                     [](const auto& field) { return lists_token(field.value(), "websocket"); });
+}
+
+std::string without_key_protocols(std::string_view protocols) {
+  constexpr std::string_view k_key_prefix = "openai-insecure-api-key.";
+  std::string out;
+  while (!protocols.empty()) {
+    std::size_t comma = protocols.find(',');
+    std::string_view entry = util::trim(protocols.substr(0, comma));
+    bool key = entry.size() >= k_key_prefix.size() &&
+               util::iequals(entry.substr(0, k_key_prefix.size()), k_key_prefix);
+    if (!entry.empty() && !key) {
+      out.append(out.empty() ? "" : ", ").append(entry);
+    }
+    protocols = comma == std::string_view::npos ? std::string_view{} : protocols.substr(comma + 1);
+  }
+  return out;
+}
+
 std::string upstream_target(std::string_view client_target, const std::vector<std::string>& query_auth_params,
                             const config::KeyConfig& key) {
   std::vector<std::string> drop = query_auth_params;
@@ -129,14 +154,28 @@ std::string upstream_head(const http::request_header<>& client, std::string_view
   util::append_request_line(head, client.method_string(), target);
   util::append_field(head, "Host", host_field(key.base_url));
   const bool connection_lists = has_connection_field(client);
+  const bool websocket = is_websocket_upgrade(client);
   for (const auto& field : client) {
     std::string_view name = field.name_string();
+    if (websocket && util::iequals(name, "upgrade")) {
+      util::append_field(head, name, field.value());
+      continue;
+    }
     if (is_hop_by_hop(name) || is_credential(name) || util::iequals(name, "host") ||
         util::iequals(name, "content-length") || util::iequals(name, "expect") ||
         (connection_lists && named_by_connection(client, name))) {
       continue;
     }
+    if (websocket && util::iequals(name, "sec-websocket-protocol")) {
+      if (std::string kept = without_key_protocols(field.value()); !kept.empty()) {
+        util::append_field(head, name, kept);
+      }
+      continue;
+    }
     util::append_field(head, name, field.value());
+  }
+  if (websocket) {
+    util::append_field(head, "Connection", "Upgrade");
   }
   append_auth(head, key.auth, key.secret.reveal());
   if (body_size) {
@@ -154,6 +193,10 @@ std::string client_head(const http::response_header<>& upstream, Framing framing
   const bool connection_lists = has_connection_field(upstream);
   for (const auto& field : upstream) {
     std::string_view name = field.name_string();
+    if (framing == Framing::upgrade && util::iequals(name, "upgrade")) {
+      util::append_field(head, name, field.value());
+      continue;
+    }
     bool keep_length = framing == Framing::none && util::iequals(name, "content-length");
     if (is_hop_by_hop(name) || (util::iequals(name, "content-length") && !keep_length) ||
         (connection_lists && named_by_connection(upstream, name))) {
@@ -166,7 +209,9 @@ std::string client_head(const http::response_header<>& upstream, Framing framing
   } else if (framing == Framing::chunked) {
     util::append_field(head, "Transfer-Encoding", "chunked");
   }
-  if (close) {
+  if (framing == Framing::upgrade) {
+    util::append_field(head, "Connection", "Upgrade");
+  } else if (close) {
     util::append_field(head, "Connection", "close");
   }
   util::end_head(head);

@@ -25,6 +25,16 @@ bool lists_token(std::string_view list, std::string_view token);
 // True for the fields a client uses to send its (placeholder) key.
 bool is_credential(std::string_view name);
 
+// True for a WebSocket opening handshake (RFC 6455 §4.1): GET with
+// `Upgrade: websocket` and `Connection: upgrade`. Other upgrades (h2c) are
+// not relayed: their Upgrade field is dropped like any hop-by-hop field.
+bool is_websocket_upgrade(const http::request_header<>& request);
+
+// A Sec-WebSocket-Protocol value without the entries that carry a key
+// (OpenAI's `openai-insecure-api-key.KEY`): the pool key goes in the auth
+// header instead. "" when nothing is left.
+std::string without_key_protocols(std::string_view protocols);
+
 // The target for the upstream: the key's base_url path prefix, then the
 // client's target without any credential query parameter (`key`, and every
 // name in `query_auth_params`), then the key itself when its auth is `query:`.
@@ -34,7 +44,8 @@ std::string upstream_target(std::string_view client_target, const std::vector<st
 // The whole request head for the upstream: request line, Host, the client's
 // fields minus hop-by-hop ones (and those Connection names), Host, framing,
 // Expect and credentials, the key as its auth style says, and Content-Length
-// when there is a body (the body was read whole, so it is re-framed).
+// when there is a body (the body was read whole, so it is re-framed). A
+// WebSocket handshake keeps `Upgrade` and gets `Connection: Upgrade`.
 std::string upstream_head(const http::request_header<>& client, std::string_view target,
                           const config::KeyConfig& key, std::optional<std::size_t> body_size);
 
@@ -44,6 +55,7 @@ enum class Framing {
   content_length, // the upstream's length: bytes pass raw
   chunked,        // re-chunked as pieces arrive (upstream chunked, or ended by close)
   close,          // raw bytes, ended by closing the connection (HTTP/1.0 clients)
+  upgrade,        // a 101: the upstream's Upgrade field and `Connection: Upgrade`, then its bytes
 };
 
 // The response head for the client: the upstream's status line and fields

@@ -50,6 +50,9 @@ std::string format_request_text(const RequestRecord& r) {
   if (r.stream) {
     line += " stream";
   }
+  if (!r.websocket.empty()) {
+    line += fmt::format(" websocket=\"{}\"", r.websocket);
+  }
   if (!r.error.empty()) {
     line += fmt::format(" error=\"{}\"", r.error);
   }
@@ -81,6 +84,9 @@ void log_request(const RequestRecord& r) {
       .add("stream", Json::make_bool(r.stream))
       .add("input_tokens", count(r.input_tokens))
       .add("output_tokens", count(r.output_tokens));
+  if (!r.websocket.empty()) {
+    fields.add("websocket", text(r.websocket));
+  }
   if (!r.error.empty()) {
     fields.add("error", text(r.error));
   }

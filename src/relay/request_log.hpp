@@ -25,6 +25,7 @@ struct RequestRecord {
   bool stream = false;                       // sent chunked as it arrived
   std::optional<std::uint64_t> input_tokens; // the usage the response reported, if it did
   std::optional<std::uint64_t> output_tokens;
+  std::string websocket;    // a relayed WebSocket: its messages and how it ended; "" otherwise
   std::string error;        // why it ended abnormally, "" when it did not
   bool client_left = false; // the client hung up: its own doing, not a warning
 };

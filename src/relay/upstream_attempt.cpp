@@ -177,6 +177,12 @@ void UpstreamAttempt::finish(MonoTime now) {
   abandon();
 }
 
+std::shared_ptr<UpstreamConn> UpstreamAttempt::hand_over() {
+  std::shared_ptr<UpstreamConn> conn = std::move(m_conn);
+  abandon();
+  return conn;
+}
+
 void UpstreamAttempt::close() {
   if (m_conn) {
     m_conn->close();

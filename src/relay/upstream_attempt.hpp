@@ -58,6 +58,9 @@ public:
   // The response was read as far as the exchange wants it: keep the
   // connection for the next request when it ended cleanly, else close it.
   void finish(MonoTime now);
+  // After a 101: the connection is the tunnel's now, with the bytes read
+  // past the response head still in its buffer. The attempt reports nothing more.
+  std::shared_ptr<UpstreamConn> hand_over();
 
   const http::response_header<>& head() const { return m_parser->get(); }
   const ResponseParser& parser() const { return *m_parser; }

@@ -225,6 +225,12 @@ void Connection::exchange_finished(Next next) {
   }
 }
 
+std::string Connection::take_read_ahead() {
+  std::string bytes(buffered(m_buffer));
+  m_buffer.clear();
+  return bytes;
+}
+
 void Connection::answer_locally(std::string bytes, bool keep_alive) {
   m_phase = Phase::answering;
   m_out = std::move(bytes);
@@ -331,10 +337,13 @@ void Connection::drain() {
   }
 }
 
+// An exchange ends itself (a WebSocket with close frames first) and then
+// closes this connection through exchange_finished.
 void Connection::abort() {
   m_draining = true;
   if (auto exchange = m_exchange) { // keep it alive through its own ending
     exchange->abort("keyshim is shutting down");
+    return;
   }
   close();
 }

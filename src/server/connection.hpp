@@ -32,6 +32,7 @@ public:
 
   relay::Socket& socket() override { return m_socket; }
   void exchange_finished(Next next) override;
+  std::string take_read_ahead() override;
 
 private:
   enum class Phase { reading_head, reading_body, continuing, exchanging, answering, closing, closed };

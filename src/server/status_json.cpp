@@ -85,6 +85,7 @@ Json key_json(const pool::KeySnapshot& key, util::TimePoint now) {
       .add("err", Json::make_number(h.error_count))
       .add("last_status", h.last_status == 0 ? Json() : Json::make_number(h.last_status))
       .add("in_flight", Json::make_number(h.in_flight))
+      .add("websockets", Json::make_number(h.websockets))
       .add("today", usage_json(h.today))
       .add("total", usage_json(h.total))
       .add("models", models_json(h.models, now));

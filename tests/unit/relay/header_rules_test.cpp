@@ -322,6 +322,76 @@ TEST(UpstreamTarget, OtherParametersPassByteForByte) {
 
 // --- client_head ------------------------------------------------------------
 
+// --- WebSocket handshakes ---------------------------------------------------
+
+TEST(WebSocketUpgrade, IsAGetWithUpgradeWebsocketNamedByConnection) {
+  EXPECT_TRUE(is_websocket_upgrade(parse_request("GET /v1/responses HTTP/1.1\r\nHost: x\r\nConnection: "
+                                                 "keep-alive, Upgrade\r\nUpgrade: WebSocket\r\n\r\n")));
+  EXPECT_FALSE(
+      is_websocket_upgrade(parse_request("GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n\r\n")));
+  EXPECT_FALSE(is_websocket_upgrade(
+      parse_request("GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n")));
+  EXPECT_FALSE(
+      is_websocket_upgrade(parse_request("POST / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: "
+                                         "websocket\r\nContent-Length: 0\r\n\r\n")));
+}
+
+TEST(WebSocketUpgrade, KeepsUpgradeAndTheHandshakeFieldsAndPutsThePoolKeyInTheAuthHeader) {
+  auto client = parse_request("GET /v1/responses HTTP/1.1\r\n"
+                              "Host: 127.0.0.1:8787\r\n"
+                              "Connection: Upgrade\r\n"
+                              "Upgrade: websocket\r\n"
+                              "Sec-WebSocket-Version: 13\r\n"
+                              "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                              "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n"
+                              "authorization: Bearer keyshim\r\n"
+                              "\r\n");
+  EXPECT_EQ(upstream_head(client, "/v1/responses", pool_key("sk-pool"), std::nullopt),
+            "GET /v1/responses HTTP/1.1\r\n"
+            "Host: api.openai.com\r\n"
+            "Upgrade: websocket\r\n"
+            "Sec-WebSocket-Version: 13\r\n"
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n"
+            "Connection: Upgrade\r\n"
+            "Authorization: Bearer sk-pool\r\n"
+            "\r\n");
+}
+
+TEST(WebSocketUpgrade, DropsTheKeyCarryingSubprotocolAndKeepsTheOthers) {
+  auto client = parse_request(
+      "GET /v1/realtime HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+      "Sec-WebSocket-Protocol: realtime, openai-insecure-api-key.keyshim, openai-beta.realtime-v1\r\n"
+      "\r\n");
+  std::string head = upstream_head(client, "/v1/realtime", pool_key("sk-pool"), std::nullopt);
+  EXPECT_NE(head.find("Sec-WebSocket-Protocol: realtime, openai-beta.realtime-v1\r\n"), std::string::npos);
+  EXPECT_EQ(head.find("keyshim"), std::string::npos);
+  EXPECT_EQ(without_key_protocols("openai-insecure-api-key.x"), "");
+  EXPECT_EQ(without_key_protocols(" a ,, b "), "a, b");
+}
+
+TEST(WebSocketUpgrade, ANonWebSocketUpgradeIsDroppedAsHopByHop) {
+  auto client = parse_request(
+      "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nHTTP2-Settings: AAA\r\n\r\n");
+  std::string head = upstream_head(client, "/", pool_key("sk-pool"), std::nullopt);
+  EXPECT_EQ(head.find("Upgrade"), std::string::npos);
+}
+
+TEST(ClientHead, UpgradeFramingKeepsTheUpgradeAndSaysConnectionUpgrade) {
+  EchoPool pool;
+  auto upstream = parse_response("HTTP/1.1 101 Switching Protocols\r\n"
+                                 "Upgrade: websocket\r\n"
+                                 "Connection: Upgrade\r\n"
+                                 "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"
+                                 "\r\n");
+  EXPECT_EQ(client_head(upstream, Framing::upgrade, std::nullopt, false, pool.redact),
+            "HTTP/1.1 101 Switching Protocols\r\n"
+            "Upgrade: websocket\r\n"
+            "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"
+            "Connection: Upgrade\r\n"
+            "\r\n");
+}
+
 TEST(ClientHead, KeepsTheStatusLinesReasonPhrase) {
   EchoPool pool;
   auto upstream = parse_response("HTTP/1.1 200 Fine Thanks\r\nContent-Type: text/plain\r\n\r\n");

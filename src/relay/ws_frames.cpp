@@ -1,0 +1,114 @@
+#include "relay/ws_frames.hpp"
+
+#include <algorithm>
+
+namespace keyshim::relay {
+namespace {
+
+constexpr unsigned k_fin = 0x80;
+constexpr unsigned k_opcode = 0x0f;
+constexpr unsigned k_masked = 0x80;
+constexpr unsigned k_opcode_close = 0x8;
+constexpr unsigned k_first_control = 0x8;
+constexpr std::size_t k_max_control_payload = 125;
+constexpr std::size_t k_max_close_reason = 123;
+
+// The header's full size once its first two bytes are known.
+std::size_t header_size(const unsigned char* header) {
+  std::size_t size = 2;
+  unsigned length = header[1] & 0x7fU;
+  size += length == 126 ? 2 : length == 127 ? 8 : 0;
+  size += (header[1] & k_masked) != 0 ? 4 : 0;
+  return size;
+}
+
+} // namespace
+
+WsFrameScanner::Result WsFrameScanner::feed(std::string_view bytes) {
+  while (!bytes.empty() && m_state != State::failed) {
+    if (m_state == State::payload) {
+      std::uint64_t take = std::min<std::uint64_t>(m_payload_left, bytes.size());
+      m_payload_left -= take;
+      bytes.remove_prefix(take);
+      if (m_payload_left == 0) {
+        m_state = State::header;
+        m_messages += m_frame_ends_message ? 1 : 0;
+      }
+      continue;
+    }
+    m_header[m_header_size++] = static_cast<unsigned char>(bytes.front());
+    bytes.remove_prefix(1);
+    if (m_header_size >= 2 && m_header_size == header_size(m_header)) {
+      if (Result result = take_header(); result != Result::ok) {
+        m_state = State::failed;
+        m_failure = result;
+      }
+    }
+  }
+  return m_state == State::failed ? m_failure : Result::ok;
+}
+
+// A whole header is read: its payload length decides how many bytes follow.
+WsFrameScanner::Result WsFrameScanner::take_header() {
+  unsigned opcode = m_header[0] & k_opcode;
+  unsigned length = m_header[1] & 0x7fU;
+  std::uint64_t payload = length;
+  if (length == 126) {
+    payload = (std::uint64_t{m_header[2]} << 8) | m_header[3];
+  } else if (length == 127) {
+    payload = 0;
+    for (int i = 2; i < 10; ++i) {
+      payload = (payload << 8) | m_header[i];
+    }
+    if ((payload >> 63) != 0) {
+      return Result::malformed;
+    }
+  }
+  m_header_size = 0;
+  m_frame_ends_message = false;
+  if (opcode >= k_first_control) {
+    if (payload > k_max_control_payload || (m_header[0] & k_fin) == 0) {
+      return Result::malformed;
+    }
+    m_close_seen = m_close_seen || opcode == k_opcode_close;
+  } else {
+    if (opcode != 0) {
+      m_message_size = 0; // a text or binary frame starts a message
+    }
+    if (payload > m_max - m_message_size) {
+      return Result::too_big;
+    }
+    m_message_size += payload;
+    m_frame_ends_message = (m_header[0] & k_fin) != 0;
+  }
+  m_payload_left = payload;
+  if (payload > 0) {
+    m_state = State::payload;
+  } else {
+    m_messages += m_frame_ends_message ? 1 : 0;
+  }
+  return Result::ok;
+}
+
+std::string ws_close_frame(std::uint16_t code, std::string_view reason, bool masked, std::uint32_t mask) {
+  reason = reason.substr(0, k_max_close_reason);
+  std::string payload;
+  payload.push_back(static_cast<char>(code >> 8));
+  payload.push_back(static_cast<char>(code & 0xff));
+  payload.append(reason);
+  std::string frame;
+  frame.push_back(static_cast<char>(k_fin | k_opcode_close));
+  frame.push_back(static_cast<char>((masked ? k_masked : 0) | payload.size()));
+  if (masked) {
+    unsigned char key[4] = {static_cast<unsigned char>(mask >> 24), static_cast<unsigned char>(mask >> 16),
+                            static_cast<unsigned char>(mask >> 8), static_cast<unsigned char>(mask)};
+    frame.append(reinterpret_cast<const char*>(key), 4);
+    for (std::size_t i = 0; i < payload.size(); ++i) {
+      payload[i] = static_cast<char>(static_cast<unsigned char>(payload[i]) ^ key[i % 4]);
+    }
+  }
+  frame += payload;
+  return frame;
+}
+
+} // namespace keyshim::relay
