@@ -167,6 +167,7 @@ private:
 
   // ---- a WebSocket after its 101 (exchange_tunnel.cpp)
   void open_tunnel();
+  void on_tunnel_text(std::string_view text);
   void on_tunnel_closed(const WsTunnel::Summary& summary);
 
   // ---- writing to the client and the end (exchange_write.cpp)

@@ -4,6 +4,7 @@
 // the client and the upstream talk through a WsTunnel until either ends.
 #include "relay/exchange.hpp"
 
+#include "policy/socket_event.hpp"
 #include "relay/health_report.hpp"
 #include "relay/redact.hpp"
 #include "util/log.hpp"
@@ -53,8 +54,32 @@ void Exchange::open_tunnel() {
       m_client->socket(), std::move(conn), m_context.mono, m_settings.idle_timeout,
       [self = shared_from_this()](const WsTunnel::Summary& summary) { self->on_tunnel_closed(summary); });
   m_phase = Tunnelling{tunnel, key};
+  if (is_responses_socket(m_request.target())) {
+    tunnel->read_texts([self = shared_from_this()](std::string_view text) { self->on_tunnel_text(text); });
+  }
   util::log_debug("websocket open on key {}", m_record.key_label);
   tunnel->start(std::move(head), m_client->take_read_ahead(), std::move(from_upstream));
+}
+
+// An event of a Responses WebSocket. Its tokens count for the key; a
+// failure (a rate limit, an overload) counts as the key's like the same
+// answer over HTTP, so that the client's reconnect (Codex reconnects and
+// re-sends its turn) gets another key. The event itself reaches the client
+// unchanged: a turn is not re-sent here, as it may name an earlier response
+// that only this connection's key knows (previous_response_id).
+void Exchange::on_tunnel_text(std::string_view text) {
+  const std::size_t key = std::get<Tunnelling>(m_phase).key;
+  if (std::optional<policy::Usage> usage = policy::socket_event_usage(text)) {
+    m_pool.count_tokens(key, usage->input.value_or(0), usage->output.value_or(0));
+    m_record.input_tokens = m_record.input_tokens.value_or(0) + usage->input.value_or(0);
+    m_record.output_tokens = m_record.output_tokens.value_or(0) + usage->output.value_or(0);
+  }
+  if (std::optional<policy::Outcome> outcome = policy::socket_event_failure(text)) {
+    policy::Verdict verdict = verdict_for(key, *outcome);
+    if (verdict.action != policy::Action::commit) {
+      apply_health(key, *outcome, verdict);
+    }
+  }
 }
 
 void Exchange::on_tunnel_closed(const WsTunnel::Summary& summary) {

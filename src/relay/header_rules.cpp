@@ -119,6 +119,12 @@ bool is_websocket_upgrade(const http::request_header<>& request) {
                      [](const auto& field) { return lists_token(field.value(), "websocket"); });
 }
 
+bool is_responses_socket(std::string_view target) {
+  constexpr std::string_view k_suffix = "/responses";
+  std::string_view path = target.substr(0, target.find('?'));
+  return path.size() >= k_suffix.size() && path.substr(path.size() - k_suffix.size()) == k_suffix;
+}
+
 std::string without_key_protocols(std::string_view protocols) {
   constexpr std::string_view k_key_prefix = "openai-insecure-api-key.";
   std::string out;
@@ -164,6 +170,9 @@ std::string upstream_head(const http::request_header<>& client, std::string_view
     if (is_hop_by_hop(name) || is_credential(name) || util::iequals(name, "host") ||
         util::iequals(name, "content-length") || util::iequals(name, "expect") ||
         (connection_lists && named_by_connection(client, name))) {
+      continue;
+    }
+    if (websocket && util::iequals(name, "sec-websocket-extensions") && is_responses_socket(target)) {
       continue;
     }
     if (websocket && util::iequals(name, "sec-websocket-protocol")) {

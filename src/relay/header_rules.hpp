@@ -30,6 +30,12 @@ bool is_credential(std::string_view name);
 // not relayed: their Upgrade field is dropped like any hop-by-hop field.
 bool is_websocket_upgrade(const http::request_header<>& request);
 
+// True for OpenAI's Responses WebSocket (a path ending in /responses): its
+// events are read as they pass (failures, usage), so keyshim asks the
+// upstream for it without permessage-deflate (the client's offer is dropped;
+// a WebSocket without compression is what every peer must accept).
+bool is_responses_socket(std::string_view target);
+
 // A Sec-WebSocket-Protocol value without the entries that carry a key
 // (OpenAI's `openai-insecure-api-key.KEY`): the pool key goes in the auth
 // header instead. "" when nothing is left.

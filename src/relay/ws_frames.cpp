@@ -8,6 +8,8 @@ namespace {
 constexpr unsigned k_fin = 0x80;
 constexpr unsigned k_opcode = 0x0f;
 constexpr unsigned k_masked = 0x80;
+constexpr unsigned k_rsv1 = 0x40; // permessage-deflate: the message is compressed
+constexpr unsigned k_opcode_text = 0x1;
 constexpr unsigned k_opcode_close = 0x8;
 constexpr unsigned k_first_control = 0x8;
 constexpr std::size_t k_max_control_payload = 125;
@@ -28,11 +30,16 @@ WsFrameScanner::Result WsFrameScanner::feed(std::string_view bytes) {
   while (!bytes.empty() && m_state != State::failed) {
     if (m_state == State::payload) {
       std::uint64_t take = std::min<std::uint64_t>(m_payload_left, bytes.size());
+      take_payload(bytes.substr(0, take));
       m_payload_left -= take;
       bytes.remove_prefix(take);
       if (m_payload_left == 0) {
         m_state = State::header;
         m_messages += m_frame_ends_message ? 1 : 0;
+        if (m_frame_ends_message && m_capturing) {
+          m_texts.push_back(std::move(m_text));
+          m_capturing = false;
+        }
       }
       continue;
     }
@@ -81,13 +88,43 @@ WsFrameScanner::Result WsFrameScanner::take_header() {
     m_message_size += payload;
     m_frame_ends_message = (m_header[0] & k_fin) != 0;
   }
+  start_capture(opcode, payload);
   m_payload_left = payload;
   if (payload > 0) {
     m_state = State::payload;
   } else {
     m_messages += m_frame_ends_message ? 1 : 0;
+    if (m_frame_ends_message && m_capturing) {
+      m_texts.push_back(std::move(m_text));
+      m_capturing = false;
+    }
   }
   return Result::ok;
+}
+
+// Which frames' payloads are copied: those of a captured text message,
+// never a control frame's between its fragments.
+void WsFrameScanner::start_capture(unsigned opcode, std::uint64_t payload) {
+  m_frame_captured = false;
+  if (m_capture_max == 0 || opcode >= k_first_control) {
+    return;
+  }
+  if (opcode != 0) {
+    bool plain = (m_header[0] & k_rsv1) == 0 && (m_header[1] & k_masked) == 0;
+    m_capturing = opcode == k_opcode_text && plain;
+    m_text.clear();
+  }
+  if (m_capturing && payload > m_capture_max - m_text.size()) {
+    m_capturing = false; // too long to read: relayed, not copied
+    m_text.clear();
+  }
+  m_frame_captured = m_capturing;
+}
+
+void WsFrameScanner::take_payload(std::string_view bytes) {
+  if (m_frame_captured) {
+    m_text.append(bytes);
+  }
 }
 
 std::string ws_close_frame(std::uint16_t code, std::string_view reason, bool masked, std::uint32_t mask) {

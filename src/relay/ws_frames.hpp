@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace keyshim::relay {
 
@@ -26,6 +28,13 @@ public:
 
   explicit WsFrameScanner(std::uint64_t max_message = k_max_ws_message) : m_max(max_message) {}
 
+  // Also keep a copy of each text message up to `max_bytes` long that is
+  // neither masked nor compressed (what an upstream sends without
+  // permessage-deflate), for take_texts(). Longer ones are skipped.
+  void capture_texts(std::size_t max_bytes) { m_capture_max = max_bytes; }
+  // The text messages completed since the last call.
+  std::vector<std::string> take_texts() { return std::exchange(m_texts, {}); }
+
   // Read the next bytes of this direction. After a result other than ok the
   // scanner stays at that result.
   Result feed(std::string_view bytes);
@@ -40,6 +49,8 @@ public:
 private:
   enum class State { header, payload, failed };
   Result take_header();
+  void start_capture(unsigned opcode, std::uint64_t payload);
+  void take_payload(std::string_view bytes);
 
   std::uint64_t m_max;
   State m_state = State::header;
@@ -51,6 +62,11 @@ private:
   bool m_frame_ends_message = false;
   bool m_close_seen = false;
   std::uint64_t m_messages = 0;
+  std::size_t m_capture_max = 0; // 0: nothing is captured
+  bool m_capturing = false;      // the text message in progress is being copied
+  bool m_frame_captured = false; // this frame's payload belongs to it
+  std::string m_text;
+  std::vector<std::string> m_texts;
 };
 
 // A close frame of keyshim's own (code, reason up to 123 bytes): unmasked

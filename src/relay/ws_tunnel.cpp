@@ -18,6 +18,8 @@ constexpr std::size_t k_read_size = 64 * 1024;
 // How long closing may take: keyshim's own close frames leaving, the
 // peers' answering ones and their hang-ups arriving.
 constexpr auto k_close_grace = seconds(2);
+// The longest upstream text message read_texts() passes on.
+constexpr std::size_t k_max_text_read = 1024 * 1024;
 
 constexpr std::uint16_t k_going_away = 1001;
 constexpr std::uint16_t k_protocol_error = 1002;
@@ -39,10 +41,16 @@ WsTunnel::WsTunnel(Socket& client, std::shared_ptr<UpstreamConn> upstream, util:
   m_down.buffer.reset(new char[k_read_size]);
 }
 
+void WsTunnel::read_texts(Texts on_text) {
+  m_on_text = std::move(on_text);
+  m_down.scanner.capture_texts(k_max_text_read);
+}
+
 void WsTunnel::start(std::string head, std::string from_client, std::string from_upstream) {
   m_last_activity = m_mono.now();
   arm_idle();
   m_down.scanner.feed(from_upstream); // the upstream's first frames; the head is not framed
+  pass_texts();
   m_down.first = std::move(head) + from_upstream;
   write(Way::down, m_down.first);
   if (from_client.empty()) {
@@ -88,6 +96,9 @@ void WsTunnel::on_read(Way way, const ErrorCode& ec, std::size_t n) {
   std::string_view data(of(way).buffer.get(), n);
   switch (of(way).scanner.feed(data)) {
   case WsFrameScanner::Result::ok:
+    if (way == Way::down) {
+      pass_texts();
+    }
     write(way, data);
     break;
   case WsFrameScanner::Result::too_big: {
@@ -248,8 +259,18 @@ void WsTunnel::close_both() {
   m_client.close(ignored);
   m_upstream->close();
   Summary summary{m_up.bytes, m_down.bytes, m_up.scanner.messages(), m_down.scanner.messages(), m_why};
+  m_on_text = nullptr;
   Closed closed = std::move(m_closed); // runs once; it may drop the last reference to this tunnel
   closed(summary);
+}
+
+void WsTunnel::pass_texts() {
+  if (!m_on_text) {
+    return;
+  }
+  for (const std::string& text : m_down.scanner.take_texts()) {
+    m_on_text(text);
+  }
 }
 
 void WsTunnel::arm_idle() {

@@ -53,6 +53,10 @@ public:
   void start(std::string head, std::string from_client, std::string from_upstream);
   // Close both sides now with 1001 and `why` as the log's reason.
   void abort(const std::string& why);
+  // Before start(): `on_text` gets a copy of each plain text message from
+  // the upstream (up to 1 MiB) before it is relayed.
+  using Texts = std::function<void(std::string_view)>;
+  void read_texts(Texts on_text);
 
 private:
   enum class Way { up, down }; // up: client to upstream; down: upstream to client
@@ -94,6 +98,7 @@ private:
   void linger();
   void on_lingered(Way way, const ErrorCode& ec);
   void close_both();
+  void pass_texts();
   void arm_idle();
   void on_timer();
 
@@ -102,6 +107,7 @@ private:
   util::MonoClock& m_mono;
   std::chrono::milliseconds m_idle_timeout;
   Closed m_closed;
+  Texts m_on_text;
   Phase m_phase = Phase::open;
   Direction m_up;
   Direction m_down;

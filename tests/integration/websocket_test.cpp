@@ -228,5 +228,49 @@ TEST(WebSocket, ShutdownClosesAnOpenWebSocketWith1001) {
   EXPECT_EQ(upstream.wait_for_end(), 1001);
 }
 
+TEST(ResponsesWebSocket, ARateLimitEventCoolsTheKeySoTheClientsReconnectGetsTheNext) {
+  WsUpstream upstream;
+  upstream.behave(WsBehaviour::respond);
+  const std::string limited =
+      R"({"type":"error","status":429,"error":{"type":"requests","code":"rate_limit_exceeded","message":"slow down"},"headers":{"retry-after":"30"}})";
+  upstream.respond_with({limited});
+  Shim shim(pool_toml(2), upstream.base_url());
+  {
+    WsClient client(shim.port(), "/v1/responses");
+    ASSERT_TRUE(client.open());
+    client.send({true, R"({"type":"response.create","model":"gpt-5","input":[]})"});
+    auto event = client.read();
+    ASSERT_TRUE(event);
+    EXPECT_EQ(event->data, limited); // relayed unchanged: the client decides to reconnect
+  }
+  EXPECT_EQ(health(shim, 0).state, pool::KeyState::cooling);
+  WsClient again(shim.port(), "/v1/responses");
+  ASSERT_TRUE(again.open());
+  EXPECT_EQ(keys_seen(upstream), (std::vector<std::string>{bearer(0), bearer(1)}));
+}
+
+TEST(ResponsesWebSocket, TokensOfEachCompletedResponseCountForTheKey) {
+  WsUpstream upstream;
+  upstream.behave(WsBehaviour::respond);
+  upstream.respond_with(
+      {R"({"type":"response.created","response":{"id":"r1"}})",
+       R"({"type":"response.output_text.delta","delta":"pong"})",
+       R"({"type":"response.completed","response":{"id":"r1","usage":{"input_tokens":100,"output_tokens":7}}})"});
+  Shim shim(pool_toml(1), upstream.base_url());
+  WsClient client(shim.port(), "/v1/responses", {{"Sec-WebSocket-Extensions", "permessage-deflate"}});
+  ASSERT_TRUE(client.open());
+  for (int turn = 0; turn < 2; ++turn) {
+    client.send({true, R"({"type":"response.create"})"});
+    for (int event = 0; event < 3; ++event) {
+      ASSERT_TRUE(client.read());
+    }
+  }
+  EXPECT_FALSE(upstream.handshakes().front().has_header("Sec-WebSocket-Extensions"));
+  pool::KeyHealth h = health(shim, 0);
+  EXPECT_EQ(h.total.input_tokens, 200U);
+  EXPECT_EQ(h.total.output_tokens, 14U);
+  EXPECT_EQ(h.state, pool::KeyState::available);
+}
+
 } // namespace
 } // namespace keyshim::test

@@ -88,6 +88,11 @@ void WsUpstream::behave(WsBehaviour behaviour) {
   m_behaviour = behaviour;
 }
 
+void WsUpstream::respond_with(std::vector<std::string> events) {
+  std::lock_guard lock(m_mutex);
+  m_events = std::move(events);
+}
+
 std::vector<SeenRequest> WsUpstream::handshakes() const {
   std::lock_guard lock(m_mutex);
   return m_handshakes;
@@ -184,6 +189,18 @@ void WsUpstream::relay_messages(WsSocket& ws, WsBehaviour behaviour) {
                ec); // waits for the answering close
       ended(ec ? 0 : ws.reason().code);
       return;
+    }
+    if (behaviour == WsBehaviour::respond) {
+      std::vector<std::string> events;
+      {
+        std::lock_guard lock(m_mutex);
+        events = m_events;
+      }
+      ws.text(true);
+      for (const std::string& event : events) {
+        ws.write(asio::buffer(event), ec);
+      }
+      continue;
     }
     ws.text(ws.got_text());
     ws.write(message.data(), ec);

@@ -34,6 +34,7 @@ enum class WsBehaviour {
   greet_then_echo,     // a text message "hello" at once, then echo
   close_after_first,   // after the first message: a close frame 4000 "bye"
   hang_up_after_first, // after the first message: close TCP without a close frame
+  respond,             // every message is answered with the text messages of respond_with()
 };
 
 class WsUpstream {
@@ -49,6 +50,8 @@ public:
   // The next handshake is refused with this answer (a queue; once empty, accepted).
   void refuse_next(Scripted answer);
   void behave(WsBehaviour behaviour);
+  // For WsBehaviour::respond: the events each message is answered with.
+  void respond_with(std::vector<std::string> events);
 
   std::vector<SeenRequest> handshakes() const;
   std::vector<WsMessage> received() const;
@@ -70,6 +73,7 @@ private:
   mutable std::condition_variable m_changed;
   std::deque<Scripted> m_refusals;
   WsBehaviour m_behaviour = WsBehaviour::echo;
+  std::vector<std::string> m_events;
   std::vector<SeenRequest> m_handshakes;
   std::vector<WsMessage> m_received;
   std::vector<int> m_ends;

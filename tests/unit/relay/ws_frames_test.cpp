@@ -113,3 +113,49 @@ TEST(WsCloseFrame, CutsTheReasonToWhatAControlFrameHolds) {
 
 } // namespace
 } // namespace keyshim::relay
+
+namespace keyshim::relay {
+namespace {
+
+std::string text_frame(std::string_view payload, bool fin = true, unsigned opcode = 0x1) {
+  std::string out;
+  out.push_back(static_cast<char>((fin ? 0x80 : 0) | opcode));
+  out.push_back(static_cast<char>(payload.size()));
+  out += payload;
+  return out;
+}
+
+TEST(WsFrameScannerCapture, CopiesEachWholeTextMessageAcrossFragmentsAndPings) {
+  WsFrameScanner scanner;
+  scanner.capture_texts(1024);
+  std::string bytes = text_frame("{\"type\":", false) + text_frame("p", true, 0x9) +
+                      text_frame("\"error\"}", true, 0x0) + text_frame("second");
+  ASSERT_EQ(scanner.feed(bytes.substr(0, 5)), WsFrameScanner::Result::ok);
+  ASSERT_EQ(scanner.feed(bytes.substr(5)), WsFrameScanner::Result::ok);
+  EXPECT_EQ(scanner.take_texts(), (std::vector<std::string>{"{\"type\":\"error\"}", "second"}));
+  EXPECT_TRUE(scanner.take_texts().empty());
+}
+
+TEST(WsFrameScannerCapture, SkipsBinaryCompressedMaskedAndOverlongMessages) {
+  WsFrameScanner scanner;
+  scanner.capture_texts(8);
+  std::string compressed = text_frame("zz");
+  compressed[0] = static_cast<char>(0xc1); // FIN + RSV1 + text
+  std::string bytes =
+      text_frame("bin", true, 0x2) + compressed + text_frame("far too long") + text_frame("ok");
+  ASSERT_EQ(scanner.feed(bytes), WsFrameScanner::Result::ok);
+  EXPECT_EQ(scanner.take_texts(), (std::vector<std::string>{"ok"}));
+  WsFrameScanner client_side;
+  client_side.capture_texts(1024);
+  ASSERT_EQ(client_side.feed(frame(0x1, 3, true, true)), WsFrameScanner::Result::ok);
+  EXPECT_TRUE(client_side.take_texts().empty());
+}
+
+TEST(WsFrameScannerCapture, CopiesNothingUnlessAsked) {
+  WsFrameScanner scanner;
+  ASSERT_EQ(scanner.feed(text_frame("hello")), WsFrameScanner::Result::ok);
+  EXPECT_TRUE(scanner.take_texts().empty());
+}
+
+} // namespace
+} // namespace keyshim::relay
