@@ -16,7 +16,55 @@ namespace {
 using util::iequals;
 using util::trim;
 
+// The length of the segment separator at path[i]: 1 for `/` or `\`, 3 for
+// `%2f` or `%5c` (any case), 0 for anything else.
+std::size_t separator_at(std::string_view path, std::size_t i) {
+  if (path[i] == '/' || path[i] == '\\') {
+    return 1;
+  }
+  std::string_view three = path.substr(i, 3);
+  return iequals(three, "%2f") || iequals(three, "%5c") ? 3 : 0;
+}
+
+// The length of a dot at path[i]: 1 for `.`, 3 for `%2e` (any case), else 0.
+std::size_t dot_at(std::string_view path, std::size_t i) {
+  if (path[i] == '.') {
+    return 1;
+  }
+  return iequals(path.substr(i, 3), "%2e") ? 3 : 0;
+}
+
 } // namespace
+
+bool has_dot_segment(std::string_view target) {
+  std::string_view path = target.substr(0, target.find_first_of("?#"));
+  std::size_t dots = 0;    // dots in the current segment, before any `;`
+  bool other = false;      // the segment has something else before any `;`
+  bool parameters = false; // past the segment's first `;`
+  for (std::size_t i = 0; i <= path.size();) {
+    std::size_t separator = i == path.size() ? 1 : separator_at(path, i);
+    if (separator != 0) {
+      if (!other && (dots == 1 || dots == 2)) {
+        return true;
+      }
+      dots = 0;
+      other = false;
+      parameters = false;
+      i += separator;
+      continue;
+    }
+    std::size_t dot = parameters ? 0 : dot_at(path, i);
+    if (dot != 0) {
+      ++dots;
+      i += dot;
+      continue;
+    }
+    parameters = parameters || path[i] == ';';
+    other = other || !parameters;
+    ++i;
+  }
+  return false;
+}
 
 std::size_t find_head_end(std::string_view buffered) {
   std::size_t crlf = buffered.find("\r\n\r\n");
@@ -99,6 +147,12 @@ HeadVerdict check_parsed_head(const relay::http::request_header<>& head) {
   std::string_view target = head.target();
   if (target.empty() || target.front() != '/') {
     return {400, "the request target must be a path (origin-form), not a URL or an authority"};
+  }
+  // A server resolves /alpha/../beta to /beta: forwarded under pool alpha's
+  // base path with alpha's key, it would reach another API (docs/behaviour.md §9).
+  if (has_dot_segment(target)) {
+    return {400, "the request path has a \".\" or \"..\" segment (literal or percent-encoded); send the "
+                 "path without it"};
   }
   if (head.version() == 11 && head.count(http::field::host) != 1) {
     return {400, "an HTTP/1.1 request needs exactly one Host header"};
