@@ -16,54 +16,57 @@ namespace {
 using util::iequals;
 using util::trim;
 
-// The length of the segment separator at path[i]: 1 for `/` or `\`, 3 for
-// `%2f` or `%5c` (any case), 0 for anything else.
-std::size_t separator_at(std::string_view path, std::size_t i) {
-  if (path[i] == '/' || path[i] == '\\') {
-    return 1;
-  }
-  std::string_view three = path.substr(i, 3);
-  return iequals(three, "%2f") || iequals(three, "%5c") ? 3 : 0;
-}
+// What path[i] stands for where a server may decode it: `.`, `/` or `\` for
+// `%2e`, `%2f` and `%5c` in any case (3 bytes), else path[i] itself (1 byte).
+struct PathUnit {
+  char c;
+  std::size_t length;
+};
 
-// The length of a dot at path[i]: 1 for `.`, 3 for `%2e` (any case), else 0.
-std::size_t dot_at(std::string_view path, std::size_t i) {
-  if (path[i] == '.') {
-    return 1;
+PathUnit unit_at(std::string_view path, std::size_t i) {
+  if (path[i] == '%' && i + 2 < path.size()) {
+    char high = path[i + 1];
+    char low = static_cast<char>(path[i + 2] | 0x20); // 'E' -> 'e': only a letter's two cases map to it
+    if (high == '2' && (low == 'e' || low == 'f')) {
+      return {low == 'e' ? '.' : '/', 3};
+    }
+    if (high == '5' && low == 'c') {
+      return {'\\', 3};
+    }
   }
-  return iequals(path.substr(i, 3), "%2e") ? 3 : 0;
+  return {path[i], 1};
 }
 
 } // namespace
 
+// One pass over the path, no copy: it runs for every request.
 bool has_dot_segment(std::string_view target) {
-  std::string_view path = target.substr(0, target.find_first_of("?#"));
   std::size_t dots = 0;    // dots in the current segment, before any `;`
   bool other = false;      // the segment has something else before any `;`
   bool parameters = false; // past the segment's first `;`
-  for (std::size_t i = 0; i <= path.size();) {
-    std::size_t separator = i == path.size() ? 1 : separator_at(path, i);
-    if (separator != 0) {
+  for (std::size_t i = 0;;) {
+    // The end of the path (the target's end, `?` or `#`) ends its last
+    // segment like a separator.
+    bool end = i == target.size() || target[i] == '?' || target[i] == '#';
+    PathUnit unit = end ? PathUnit{'/', 1} : unit_at(target, i);
+    i += unit.length;
+    if (unit.c == '/' || unit.c == '\\') {
       if (!other && (dots == 1 || dots == 2)) {
         return true;
+      }
+      if (end) {
+        return false;
       }
       dots = 0;
       other = false;
       parameters = false;
-      i += separator;
-      continue;
+    } else if (unit.c == ';') {
+      parameters = true;
+    } else if (!parameters) {
+      dots += unit.c == '.' ? 1 : 0;
+      other = other || unit.c != '.';
     }
-    std::size_t dot = parameters ? 0 : dot_at(path, i);
-    if (dot != 0) {
-      ++dots;
-      i += dot;
-      continue;
-    }
-    parameters = parameters || path[i] == ';';
-    other = other || !parameters;
-    ++i;
   }
-  return false;
 }
 
 std::size_t find_head_end(std::string_view buffered) {
