@@ -73,7 +73,10 @@ void describe_pools(Page& page) {
                  "named pool does not inherit `[upstream]`, which is the default pool's own. Pool names "
                  "are up to 64 lowercase letters, digits, `-`, `_` and `.`, starting with a letter or "
                  "digit; " +
-                 reserved_names() + " are reserved.");
+                 reserved_names() +
+                 " are reserved, and so is a name that reads as an API version (`v1`, `v2`, `v1beta`, "
+                 "`v1alpha`, `v1beta1`, `v1.0`, ...): its route would capture the paths tools send to the "
+                 "default pool.");
   page.paragraph("A key serves only its own pool. Labels must be unique within a pool; the same key may "
                  "sit in two pools, with a health of its own in each. A reload adds, removes and changes "
                  "pools; a key keeps its health and usage counts across it while its pool's name and its "

@@ -1,13 +1,13 @@
 #include "config/pool_reader.hpp"
 
 #include "config/decode.hpp"
+#include "config/pool_name.hpp"
 #include "config/spelling.hpp"
 #include "config/text_helpers.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <climits>
 
 namespace keyshim::config {
@@ -29,28 +29,6 @@ std::string sections_holding(std::string_view name) {
     out += (i == 0 ? "" : " or ") + places[i];
   }
   return out;
-}
-
-// Why `name` cannot name a pool, or "". It becomes the first segment of
-// request paths, so it is kept to characters that need no escaping.
-std::string pool_name_problem(std::string_view name) {
-  constexpr std::size_t k_longest = 64;
-  if (std::find(k_reserved_pool_names.begin(), k_reserved_pool_names.end(), name) !=
-      k_reserved_pool_names.end()) {
-    return fmt::format("\"{}\" is reserved (it would shadow /{}); choose another pool name", name, name);
-  }
-  bool first_ok = !name.empty() && (std::islower(static_cast<unsigned char>(name[0])) ||
-                                    std::isdigit(static_cast<unsigned char>(name[0])));
-  bool rest_ok = std::all_of(name.begin(), name.end(), [](char c) {
-    return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
-           c == '-' || c == '_' || c == '.';
-  });
-  if (!first_ok || !rest_ok || name.size() > k_longest) {
-    return fmt::format("a pool name is the first part of its URL path: up to {} lowercase letters, digits, "
-                       "'-', '_' or '.', starting with a letter or digit",
-                       k_longest);
-  }
-  return "";
 }
 
 } // namespace

@@ -1,6 +1,6 @@
 // What keyshim answers itself, before anything is relayed: the guards that
-// protect the port holding the keys, /health, /status, /metrics, `HEAD /`,
-// and the 503 that explains an unusable pool file.
+// protect the port holding the keys, /health, /status, /metrics, the roots
+// (`/`, `/NAME`) for GET and HEAD, and the 503 that explains an unusable pool file.
 #include "server/own_endpoints.hpp"
 
 #include "relay/answers.hpp"
@@ -64,7 +64,21 @@ std::optional<relay::Answer> guard_origin(const Asked& asked, const relay::PoolS
   return std::nullopt;
 }
 
-// What is answered without the client_token: /health and `HEAD /`.
+// Whether `target` is the root of keyshim or of one of its pools: `/`, or
+// `/NAME` or `/NAME/` of a named pool, with or without a query. A pool's root
+// is no API path: nothing there is worth a key.
+bool is_pool_root(std::string_view target, const relay::PoolState& state) {
+  if (path_of(target) == "/") {
+    return true;
+  }
+  std::optional<relay::Route> route = state.route(target);
+  // Only a named pool's route strips a prefix: the default pool's target
+  // is "/" only when the request's was, answered above.
+  return route && path_of(route->target) == "/";
+}
+
+// What is answered without the client_token: /health and the roots (`/`,
+// `/NAME`) for GET and HEAD.
 std::optional<relay::Answer> open_endpoint(const Asked& asked, const relay::PoolState& state) {
   http::verb verb = asked.head.method();
   if (asked.path == "/health" && (verb == http::verb::get || verb == http::verb::head)) {
@@ -74,9 +88,10 @@ std::optional<relay::Answer> open_endpoint(const Asked& asked, const relay::Pool
     std::vector<PoolReport> pools = pool_reports(state);
     return json(some_pool_serves(pools) ? 200 : 503, health_json(pools));
   }
-  // Connectivity probes (`HEAD /`) are answered here: they need no key and
-  // must work while every key is cooling.
-  if (asked.head.target() == "/" && verb == http::verb::head) {
+  // Connectivity probes (Claude Code sends `HEAD /anthropic` at start) are
+  // answered here: they need no key, must work while every key is cooling,
+  // and an upstream refusing them (401, 403) must not disable the pool's keys.
+  if ((verb == http::verb::head || verb == http::verb::get) && is_pool_root(asked.head.target(), state)) {
     relay::Answer ok;
     ok.status = 200;
     return ok;

@@ -1,8 +1,9 @@
 #pragma once
 // What keyshim answers itself, before anything is relayed: the guards that
 // protect the port holding the keys (Host, Origin, client_token), /health,
-// `HEAD /`, /status, /metrics, the 404 for a path no pool serves, and the
-// 503 that explains an unusable pool file. Event-loop thread.
+// GET and HEAD on `/` and on a pool's root (`/NAME`, `/NAME/`), /status,
+// /metrics, the 404 for a path no pool serves, and the 503 that explains an
+// unusable pool file. Event-loop thread.
 #include "config/config.hpp"
 #include "relay/answers.hpp"
 #include "relay/beast.hpp"

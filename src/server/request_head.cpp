@@ -16,7 +16,58 @@ namespace {
 using util::iequals;
 using util::trim;
 
+// What path[i] stands for where a server may decode it: `.`, `/` or `\` for
+// `%2e`, `%2f` and `%5c` in any case (3 bytes), else path[i] itself (1 byte).
+struct PathUnit {
+  char c;
+  std::size_t length;
+};
+
+PathUnit unit_at(std::string_view path, std::size_t i) {
+  if (path[i] == '%' && i + 2 < path.size()) {
+    char high = path[i + 1];
+    char low = static_cast<char>(path[i + 2] | 0x20); // 'E' -> 'e': only a letter's two cases map to it
+    if (high == '2' && (low == 'e' || low == 'f')) {
+      return {low == 'e' ? '.' : '/', 3};
+    }
+    if (high == '5' && low == 'c') {
+      return {'\\', 3};
+    }
+  }
+  return {path[i], 1};
+}
+
 } // namespace
+
+// One pass over the path, no copy: it runs for every request.
+bool has_dot_segment(std::string_view target) {
+  std::size_t dots = 0;    // dots in the current segment, before any `;`
+  bool other = false;      // the segment has something else before any `;`
+  bool parameters = false; // past the segment's first `;`
+  for (std::size_t i = 0;;) {
+    // The end of the path (the target's end, `?` or `#`) ends its last
+    // segment like a separator.
+    bool end = i == target.size() || target[i] == '?' || target[i] == '#';
+    PathUnit unit = end ? PathUnit{'/', 1} : unit_at(target, i);
+    i += unit.length;
+    if (unit.c == '/' || unit.c == '\\') {
+      if (!other && (dots == 1 || dots == 2)) {
+        return true;
+      }
+      if (end) {
+        return false;
+      }
+      dots = 0;
+      other = false;
+      parameters = false;
+    } else if (unit.c == ';') {
+      parameters = true;
+    } else if (!parameters) {
+      dots += unit.c == '.' ? 1 : 0;
+      other = other || unit.c != '.';
+    }
+  }
+}
 
 std::size_t find_head_end(std::string_view buffered) {
   std::size_t crlf = buffered.find("\r\n\r\n");
@@ -99,6 +150,12 @@ HeadVerdict check_parsed_head(const relay::http::request_header<>& head) {
   std::string_view target = head.target();
   if (target.empty() || target.front() != '/') {
     return {400, "the request target must be a path (origin-form), not a URL or an authority"};
+  }
+  // A server resolves /alpha/../beta to /beta: forwarded under pool alpha's
+  // base path with alpha's key, it would reach another API (docs/behaviour.md §9).
+  if (has_dot_segment(target)) {
+    return {400, "the request path has a \".\" or \"..\" segment (literal or percent-encoded); send the "
+                 "path without it"};
   }
   if (head.version() == 11 && head.count(http::field::host) != 1) {
     return {400, "an HTTP/1.1 request needs exactly one Host header"};

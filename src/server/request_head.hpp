@@ -28,9 +28,16 @@ std::size_t find_head_end(std::string_view buffered);
 // the limit (413).
 HeadVerdict check_head(std::string_view head, const HeadLimits& limits);
 
-// Judge a parsed head: origin-form target, no CONNECT or TRACE, exactly one
-// Host (HTTP/1.1), a Transfer-Encoding only in HTTP/1.1 and only "chunked".
+// Judge a parsed head: origin-form target without dot segments, no CONNECT
+// or TRACE, exactly one Host (HTTP/1.1), a Transfer-Encoding only in HTTP/1.1
+// and only "chunked".
 HeadVerdict check_parsed_head(const relay::http::request_header<>& head);
+
+// Whether the path of `target` (before any `?` or `#`) has a `.` or `..`
+// segment as some server may read it: dots literal or `%2e` (any case),
+// segments split at `/`, `\`, `%2f` and `%5c`, a segment's `;` parameters
+// ignored (`..;`). Forwarded, such a path could leave the pool's base path.
+bool has_dot_segment(std::string_view target);
 
 // The error response keyshim writes itself for a refused head.
 std::string error_response(int status, std::string_view message);

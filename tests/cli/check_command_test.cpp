@@ -197,3 +197,25 @@ key = "sk-ant-check"
   EXPECT_EQ(result.out.find("sk-check-openai"), std::string::npos);
   EXPECT_EQ(result.out.find("sk-ant-check"), std::string::npos);
 }
+
+TEST(CheckCommand, RefusesAPoolNamedLikeAnApiVersionSayingWhatItWouldCapture) {
+  TempDir temp;
+  std::string path = temp.write("keys.toml", R"([[keys]]
+key = "sk-cli-check-key-one-0001"
+
+[pools.v1]
+base_url = "https://api.anthropic.com"
+
+[[pools.v1.keys]]
+key = "sk-cli-check-key-two-0002"
+)");
+  RunResult result = check(path);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.out, "");
+  EXPECT_NE(result.err.find(path + ":4:8: [pools.v1]: \"v1\" reads as an API version: its route /v1 would "
+                                   "capture the paths tools send to the default pool, such as /v1/models; "
+                                   "choose another pool name"),
+            std::string::npos)
+      << result.err;
+  expect_no_key_material(result);
+}

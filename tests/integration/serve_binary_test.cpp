@@ -174,6 +174,21 @@ TEST_F(ServeBinary, UnusablePoolFileStillServesExplaining503s) {
   EXPECT_EQ(serve.wait().exit_code, 0);
 }
 
+TEST_F(ServeBinary, APoolNamedLikeAnApiVersionIsRefusedAndNothingIsRelayed) {
+  // Served, pool v1 would take the default pool's /v1/chat/completions.
+  std::string path =
+      write_pool(pool_toml(1) + pool_section("v1", "@UPSTREAM@", "", {{"v1-key", "sk-v1-0001"}}));
+  ChildProcess serve = start(path);
+  httplib::Client client("127.0.0.1", port);
+  auto res = client.Post("/v1/chat/completions", "{}", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 503);
+  EXPECT_NE(res->body.find("[pools.v1]: \\\"v1\\\" reads as an API version"), std::string::npos) << res->body;
+  EXPECT_EQ(upstream.request_count(), 0u);
+  serve.send_signal(SIGTERM);
+  EXPECT_EQ(serve.wait().exit_code, 0);
+}
+
 TEST_F(ServeBinary, PortAlreadyInUseIsAClearStartupError) {
   httplib::Server other;
   int taken = other.bind_to_any_port("127.0.0.1");

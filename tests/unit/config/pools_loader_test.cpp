@@ -135,6 +135,19 @@ TEST(LoadPools, NamesMustBeAPathSegmentAndNotReserved) {
             "/my-proxy_2.v1");
 }
 
+TEST(LoadPools, ANameThatReadsAsAnApiVersionIsRefusedWithOrWithoutADefaultPool) {
+  std::string named_only = "[pools.v1beta]\n[[pools.v1beta.keys]]\nkey = \"sk-version\"\n";
+  EXPECT_NE(problems(named_only)
+                .find("1:8: [pools.v1beta]: \"v1beta\" reads as an API version: its route "
+                      "/v1beta would capture the paths tools send to the default pool"),
+            std::string::npos)
+      << problems(named_only);
+  std::string with_default = "[[keys]]\nkey = \"sk-default\"\n" + named_only;
+  EXPECT_NE(problems(with_default).find("[pools.v1beta]: \"v1beta\" reads as an API version"),
+            std::string::npos)
+      << problems(with_default);
+}
+
 TEST(LoadPools, PoolsMustBeTables) {
   EXPECT_NE(problems("pools = 3\n").find("\"pools\" must hold [pools.NAME] tables"), std::string::npos);
   EXPECT_NE(problems("[pools]\nopenai = 1\n").find("\"pools.openai\" must be a table written [pools.openai]"),

@@ -1,5 +1,5 @@
 // What keyshim answers itself, judged without a socket: the guards come
-// first, /health and `HEAD /` need no token, /status and /metrics do, and a
+// first, /health and GET or HEAD on a pool's root need no token, /status and /metrics do, and a
 // request nothing can serve is answered here instead of being relayed.
 #include "server/own_endpoints.hpp"
 
@@ -88,6 +88,52 @@ TEST_F(OwnEndpointsTest, HealthAndHeadSlashNeedNoToken) {
   ASSERT_TRUE(probe);
   EXPECT_EQ(probe->status, 200);
   EXPECT_TRUE(probe->body.empty());
+}
+
+constexpr const char* k_default_and_named = R"([server]
+client_token = "own-endpoints-token"
+
+[[keys]]
+key = "sk-own-endpoints-0003"
+
+[pools.anthropic]
+[[pools.anthropic.keys]]
+key = "sk-own-endpoints-0004"
+)";
+
+TEST_F(OwnEndpointsTest, GetAndHeadOnAnyPoolsRootAreAnsweredWithoutKeyOrToken) {
+  serve(k_default_and_named);
+  for (http::verb verb : {http::verb::head, http::verb::get}) {
+    for (const char* target :
+         {"/", "/?x=1", "/anthropic", "/anthropic/", "/anthropic?beta=true", "/anthropic/?beta=true"}) {
+      std::optional<relay::Answer> probe = ask(verb, target);
+      ASSERT_TRUE(probe) << target;
+      EXPECT_EQ(probe->status, 200) << target;
+      EXPECT_TRUE(probe->body.empty()) << target;
+    }
+  }
+}
+
+TEST_F(OwnEndpointsTest, OnlyGetAndHeadOnTheExactRootAreAnsweredLocally) {
+  serve(k_default_and_named);
+  http::request_header<> post = request_head(http::verb::post, "/anthropic");
+  post.set(http::field::authorization, "Bearer own-endpoints-token");
+  EXPECT_FALSE(ask(post)) << "POST /anthropic is relayed";
+  for (const char* target : {"/anthropic/v1/messages", "/anthropic//", "/anthropicx", "/unknown"}) {
+    http::request_header<> get = request_head(http::verb::get, target);
+    get.set(http::field::authorization, "Bearer own-endpoints-token");
+    EXPECT_FALSE(ask(get)) << target << " is relayed";
+  }
+}
+
+TEST_F(OwnEndpointsTest, ARootOfNoPoolIsNotAProbeWithoutADefaultPool) {
+  serve(k_named_pools_only);
+  std::optional<relay::Answer> root = ask(http::verb::head, "/openai");
+  ASSERT_TRUE(root);
+  EXPECT_EQ(root->status, 200);
+  std::optional<relay::Answer> unknown = ask(http::verb::head, "/anthropic");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 404) << "no pool at /anthropic";
 }
 
 TEST_F(OwnEndpointsTest, StatusAndRelayedPathsNeedTheToken) {
