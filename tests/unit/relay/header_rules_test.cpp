@@ -337,7 +337,7 @@ TEST(WebSocketUpgrade, IsAGetWithUpgradeWebsocketNamedByConnection) {
 }
 
 TEST(WebSocketUpgrade, KeepsUpgradeAndTheHandshakeFieldsAndPutsThePoolKeyInTheAuthHeader) {
-  auto client = parse_request("GET /v1/responses HTTP/1.1\r\n"
+  auto client = parse_request("GET /v1/realtime HTTP/1.1\r\n"
                               "Host: 127.0.0.1:8787\r\n"
                               "Connection: Upgrade\r\n"
                               "Upgrade: websocket\r\n"
@@ -346,8 +346,8 @@ TEST(WebSocketUpgrade, KeepsUpgradeAndTheHandshakeFieldsAndPutsThePoolKeyInTheAu
                               "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n"
                               "authorization: Bearer keyshim\r\n"
                               "\r\n");
-  EXPECT_EQ(upstream_head(client, "/v1/responses", pool_key("sk-pool"), std::nullopt),
-            "GET /v1/responses HTTP/1.1\r\n"
+  EXPECT_EQ(upstream_head(client, "/v1/realtime", pool_key("sk-pool"), std::nullopt),
+            "GET /v1/realtime HTTP/1.1\r\n"
             "Host: api.openai.com\r\n"
             "Upgrade: websocket\r\n"
             "Sec-WebSocket-Version: 13\r\n"
@@ -356,6 +356,16 @@ TEST(WebSocketUpgrade, KeepsUpgradeAndTheHandshakeFieldsAndPutsThePoolKeyInTheAu
             "Connection: Upgrade\r\n"
             "Authorization: Bearer sk-pool\r\n"
             "\r\n");
+}
+
+TEST(WebSocketUpgrade, AResponsesSocketIsAskedForWithoutCompressionSoItsEventsCanBeRead) {
+  auto client =
+      parse_request("GET /v1/responses HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                    "Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n");
+  std::string head = upstream_head(client, "/v1/responses", pool_key("sk-pool"), std::nullopt);
+  EXPECT_EQ(head.find("permessage-deflate"), std::string::npos);
+  EXPECT_TRUE(is_responses_socket("/openai/v1/responses?x=1"));
+  EXPECT_FALSE(is_responses_socket("/v1/responses/r1"));
 }
 
 TEST(WebSocketUpgrade, DropsTheKeyCarryingSubprotocolAndKeepsTheOthers) {
