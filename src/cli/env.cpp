@@ -2,6 +2,7 @@
 // shell assignments for `eval "$(keyshim env)"` (or `keyshim env --shell fish
 // | source`).
 #include "cli/commands.hpp"
+#include "cli/tool_arguments.hpp"
 #include "cli/tool_variables.hpp"
 #include "config/loader.hpp"
 
@@ -86,6 +87,15 @@ int run_env(const EnvOptions& options) {
     } else {
       fmt::print("export {}={}\n", variable.name, sh_quote(variable.value));
     }
+  }
+  // Settings that are not variables: `keyshim run` adds them itself.
+  for (const ToolArguments& tool : tool_arguments(variables)) {
+    std::string arguments;
+    for (const std::string& argument : tool.arguments) {
+      arguments += " " + (fish ? fish_quote(argument) : sh_quote(argument));
+    }
+    fmt::print("# {}: run `{}{}` ({}; keyshim run adds it)\n", tool.tool, tool.tool, comment_safe(arguments),
+               tool.why);
   }
   return 0;
 }

@@ -5,6 +5,7 @@
 #include "cli/child_command.hpp"
 #include "cli/commands.hpp"
 #include "cli/status_table.hpp"
+#include "cli/tool_arguments.hpp"
 #include "cli/tool_variables.hpp"
 #include "config/loader.hpp"
 #include "server/shim_server.hpp"
@@ -67,7 +68,8 @@ std::vector<std::string> child_environment(const config::Config& config,
 int run_with(const RunFlags& flags, const config::Config& config, const std::string& listen,
              const sigset_t& child_mask) {
   std::vector<ToolVariable> variables = tool_variables(&config, listen);
-  return run_child_command(flags.command, child_environment(config, variables), child_mask);
+  std::vector<std::string> argv = with_tool_arguments(flags.command, tool_arguments(variables));
+  return run_child_command(argv, child_environment(config, variables), child_mask);
 }
 
 // The command's own keyshim: started on the file's address, serving on a
