@@ -45,6 +45,14 @@ std::string fish_quote(const std::string& value) {
   return out + "'";
 }
 
+// Whether a shell would read `text` as something else unquoted; a URL and
+// an option name read as themselves.
+bool needs_quotes(const std::string& text) {
+  return text.empty() ||
+         text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                "_-./:=@,+%") != std::string::npos;
+}
+
 // The comment line is evaluated too: a newline in the path would end it and
 // run the rest as a command.
 std::string comment_safe(std::string text) {
@@ -92,7 +100,8 @@ int run_env(const EnvOptions& options) {
   for (const ToolArguments& tool : tool_arguments(variables)) {
     std::string arguments;
     for (const std::string& argument : tool.arguments) {
-      arguments += " " + (fish ? fish_quote(argument) : sh_quote(argument));
+      arguments +=
+          " " + (needs_quotes(argument) ? (fish ? fish_quote(argument) : sh_quote(argument)) : argument);
     }
     fmt::print("# {}: run `{}{}` ({}; keyshim run adds it)\n", tool.tool, tool.tool, comment_safe(arguments),
                tool.why);

@@ -33,7 +33,8 @@ std::vector<ToolArguments> tool_arguments(const std::vector<ToolVariable>& varia
   // Codex 0.171's built-in provider ignores OPENAI_BASE_URL and reads
   // openai_base_url from its config.toml, which `-c` overrides for one run.
   // The user's own `-c openai_base_url=X` (or `--config …`) wins.
-  out.push_back({"codex", {"-c", "openai_base_url=" + *openai}, "openai_base_url=", "Codex ignores OPENAI_BASE_URL"});
+  out.push_back(
+      {"codex", {"-c", "openai_base_url=" + *openai}, "openai_base_url=", "Codex ignores OPENAI_BASE_URL"});
   // Qwen Code 0.15 picks the OpenAI auth type from the variables only when
   // OPENAI_MODEL is set too, which is the user's choice, not keyshim's.
   out.push_back({"qwen", {"--auth-type", "openai"}, "--auth-type", "Qwen Code needs its auth type selected"});
