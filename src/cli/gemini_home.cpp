@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <system_error>
 
 namespace keyshim::cli {
@@ -57,16 +58,16 @@ const util::Json* selected_auth(const util::Json& settings) {
   return auth == nullptr ? nullptr : auth->find("selectedType");
 }
 
+// The object member `name` of `parent`, or an empty object.
+util::Json object_at(const util::Json& parent, std::string_view name) {
+  const util::Json* found = parent.find(name);
+  return found != nullptr && found->is_object() ? *found : util::Json::make_object();
+}
+
 // `settings` with security.auth.selectedType set, the rest kept as it was.
 util::Json with_api_key_auth(const util::Json& settings) {
-  util::Json security = settings.find("security") ? *settings.find("security") : util::Json::make_object();
-  util::Json auth = security.find("auth") ? *security.find("auth") : util::Json::make_object();
-  if (!security.is_object()) {
-    security = util::Json::make_object();
-  }
-  if (!auth.is_object()) {
-    auth = util::Json::make_object();
-  }
+  util::Json security = object_at(settings, "security");
+  util::Json auth = object_at(security, "auth");
   auth.set("selectedType", util::Json::make_string(k_api_key_auth));
   security.set("auth", std::move(auth));
   util::Json out = settings;

@@ -84,12 +84,13 @@ protected:
     m_port = keyshim::test::unused_loopback_port();
     ASSERT_GT(m_port, 0);
     m_url = "http://127.0.0.1:" + std::to_string(m_port);
-    m_pool = m_dir.write("keys.toml", "[server]\nlisten = \"127.0.0.1:" + std::to_string(m_port) +
-                                          "\"\n\n[pools.openai]\n[[pools.openai.keys]]\n"
-                                          "key = \"sk-tool-setup-openai-0001\"\n\n"
-                                          "[pools.gemini]\nbase_url = \"https://generativelanguage.googleapis.com\"\n"
-                                          "auth = \"x-goog-api-key\"\n[[pools.gemini.keys]]\n"
-                                          "key = \"AIza-tool-setup-0002\"\n");
+    m_pool = m_dir.write("keys.toml",
+                         "[server]\nlisten = \"127.0.0.1:" + std::to_string(m_port) +
+                             "\"\n\n[pools.openai]\n[[pools.openai.keys]]\n"
+                             "key = \"sk-tool-setup-openai-0001\"\n\n"
+                             "[pools.gemini]\nbase_url = \"https://generativelanguage.googleapis.com\"\n"
+                             "auth = \"x-goog-api-key\"\n[[pools.gemini.keys]]\n"
+                             "key = \"AIza-tool-setup-0002\"\n");
     std::filesystem::create_directories(m_dir.path() + "/bin");
     std::filesystem::create_directories(m_dir.path() + "/home");
   }
@@ -117,10 +118,11 @@ protected:
 
 // The fake gemini: where its home is, what its settings say, which entries
 // are links, and a file it creates on its first run, as gemini does.
-constexpr const char* k_fake_gemini = "echo \"home=$GEMINI_CLI_HOME\"\n"
-                                      "cat \"${GEMINI_CLI_HOME:-$HOME}/.gemini/settings.json\"\n"
-                                      "[ -L \"$GEMINI_CLI_HOME/.gemini/extensions\" ] && echo linked-extensions\n"
-                                      "echo first-run > \"${GEMINI_CLI_HOME:-$HOME}/.gemini/installation_id\"\n";
+constexpr const char* k_fake_gemini =
+    "echo \"home=$GEMINI_CLI_HOME\"\n"
+    "cat \"${GEMINI_CLI_HOME:-$HOME}/.gemini/settings.json\"\n"
+    "[ -L \"$GEMINI_CLI_HOME/.gemini/extensions\" ] && echo linked-extensions\n"
+    "echo first-run > \"${GEMINI_CLI_HOME:-$HOME}/.gemini/installation_id\"\n";
 
 } // namespace
 
@@ -177,4 +179,17 @@ TEST_F(RunToolSetup, GeminiWithoutAnyGeminiDirectoryGetsOneAfterItsFirstRun) {
   struct stat info {};
   ASSERT_EQ(stat((home() + "/.gemini").c_str(), &info), 0);
   EXPECT_EQ(info.st_mode & 0777, 0700u);
+}
+
+TEST_F(RunToolSetup, GeminiSettingsThatSelectAnotherAuthGetApiKeyAuthForTheRun) {
+  add_tool("gemini", k_fake_gemini);
+  const std::string own = R"({"security": {"auth": {"selectedType": "oauth-personal", "useExternal": false},)"
+                          R"( "folderTrust": {"enabled": true}}})";
+  m_dir.write("home/.gemini/settings.json", own);
+  RunResult r = run({"gemini", "-p", "say pong"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, R"({"security":{"auth":{"selectedType":"gemini-api-key","useExternal":false},)"
+                              R"("folderTrust":{"enabled":true}}})"))
+      << r.out;
+  EXPECT_EQ(read_file(home() + "/.gemini/settings.json"), own);
 }
