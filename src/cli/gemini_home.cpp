@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 namespace keyshim::cli {
 namespace {
@@ -81,13 +82,13 @@ std::string link_user_entries(const fs::path& user_dir, const fs::path& private_
   if (!fs::is_directory(user_dir, ec)) {
     return {};
   }
-  for (const fs::directory_entry& entry : fs::directory_iterator(user_dir, ec)) {
-    if (entry.path().filename() == k_settings) {
+  for (fs::directory_iterator it(user_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename() == k_settings) {
       continue;
     }
-    fs::create_symlink(entry.path(), private_dir / entry.path().filename(), ec);
+    fs::create_symlink(it->path(), private_dir / it->path().filename(), ec);
     if (ec) {
-      return fmt::format("linking {}: {}", entry.path().string(), ec.message());
+      return fmt::format("linking {}: {}", it->path().string(), ec.message());
     }
   }
   return ec ? fmt::format("reading {}: {}", user_dir.string(), ec.message()) : std::string();
@@ -144,20 +145,26 @@ std::unique_ptr<GeminiHome> GeminiHome::prepare(const std::vector<std::string>& 
 // settings) go where they would have gone, unless the user has one by now.
 void GeminiHome::hand_back() const {
   std::error_code ec;
-  fs::path private_dir = fs::path(m_path) / ".gemini";
-  for (const fs::directory_entry& entry : fs::directory_iterator(private_dir, ec)) {
-    fs::path target = fs::path(m_user_dir) / entry.path().filename();
-    std::error_code entry_ec;
-    if (entry.is_symlink(entry_ec) || entry.path().filename() == k_settings || fs::exists(target, entry_ec)) {
+  // Names first, moves afterwards: a directory is not changed while it is
+  // read. Increments take an error_code: nothing may throw out of a destructor.
+  std::vector<fs::path> created;
+  for (fs::directory_iterator it(fs::path(m_path) / ".gemini", ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_symlink(ec) && it->path().filename() != k_settings) {
+      created.push_back(it->path());
+    }
+  }
+  for (const fs::path& entry : created) {
+    fs::path target = fs::path(m_user_dir) / entry.filename();
+    if (fs::exists(fs::symlink_status(target, ec))) {
       continue;
     }
-    if (fs::create_directories(m_user_dir, entry_ec)) {
+    if (fs::create_directories(m_user_dir, ec)) {
       ::chmod(m_user_dir.c_str(), 0700);
     }
-    fs::rename(entry.path(), target, entry_ec);
-    if (entry_ec) {
+    fs::rename(entry, target, ec);
+    if (ec) {
       // Another file system: copy, links as links.
-      fs::copy(entry.path(), target, fs::copy_options::recursive | fs::copy_options::copy_symlinks, entry_ec);
+      fs::copy(entry, target, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
     }
   }
 }
