@@ -35,7 +35,8 @@ public:
   const std::string& path() const { return m_path; }
 
 private:
-  GeminiHome(std::string path, std::string user_dir) : m_path(std::move(path)), m_user_dir(std::move(user_dir)) {}
+  GeminiHome(std::string path, std::string user_dir)
+      : m_path(std::move(path)), m_user_dir(std::move(user_dir)) {}
   void hand_back() const;
 
   std::string m_path;     // the private home
