@@ -2,6 +2,7 @@
 // shell assignments for `eval "$(keyshim env)"` (or `keyshim env --shell fish
 // | source`).
 #include "cli/commands.hpp"
+#include "cli/tool_arguments.hpp"
 #include "cli/tool_variables.hpp"
 #include "config/loader.hpp"
 
@@ -42,6 +43,14 @@ std::string fish_quote(const std::string& value) {
     out += c;
   }
   return out + "'";
+}
+
+// Whether a shell would read `text` as something else unquoted; a URL and
+// an option name read as themselves.
+bool needs_quotes(const std::string& text) {
+  return text.empty() ||
+         text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                "_-./:=@,+%") != std::string::npos;
 }
 
 // The comment line is evaluated too: a newline in the path would end it and
@@ -86,6 +95,16 @@ int run_env(const EnvOptions& options) {
     } else {
       fmt::print("export {}={}\n", variable.name, sh_quote(variable.value));
     }
+  }
+  // Settings that are not variables: `keyshim run` adds them itself.
+  for (const ToolArguments& tool : tool_arguments(variables)) {
+    std::string arguments;
+    for (const std::string& argument : tool.arguments) {
+      arguments +=
+          " " + (needs_quotes(argument) ? (fish ? fish_quote(argument) : sh_quote(argument)) : argument);
+    }
+    fmt::print("# {}: run `{}{}` ({}; keyshim run adds it)\n", tool.tool, tool.tool, comment_safe(arguments),
+               tool.why);
   }
   return 0;
 }

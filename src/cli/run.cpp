@@ -4,7 +4,9 @@
 // starts one in-process for the command's lifetime and drains it afterwards.
 #include "cli/child_command.hpp"
 #include "cli/commands.hpp"
+#include "cli/gemini_home.hpp"
 #include "cli/status_table.hpp"
+#include "cli/tool_arguments.hpp"
 #include "cli/tool_variables.hpp"
 #include "config/loader.hpp"
 #include "server/shim_server.hpp"
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <future>
 #include <memory>
 #include <stdexcept>
@@ -64,10 +67,35 @@ std::vector<std::string> child_environment(const config::Config& config,
   return out;
 }
 
+// gemini-cli needs its settings to select API-key auth (see GeminiHome); only
+// for a keyshim with a Gemini pool.
+std::unique_ptr<GeminiHome> private_gemini_home(const std::vector<std::string>& argv,
+                                                const std::vector<ToolVariable>& variables) {
+  bool serves_gemini = std::any_of(variables.begin(), variables.end(), [](const ToolVariable& variable) {
+    return variable.name == "GOOGLE_GEMINI_BASE_URL";
+  });
+  if (!serves_gemini) {
+    return nullptr;
+  }
+  const char* own = std::getenv("GEMINI_CLI_HOME");
+  const char* home = own != nullptr && *own != '\0' ? own : std::getenv("HOME");
+  std::string problem;
+  std::unique_ptr<GeminiHome> made = GeminiHome::prepare(argv, home == nullptr ? "" : home, problem);
+  if (!problem.empty()) {
+    util::log_warn("gemini may refuse to start without API-key auth selected: {}", problem);
+  }
+  return made;
+}
+
 int run_with(const RunFlags& flags, const config::Config& config, const std::string& listen,
              const sigset_t& child_mask) {
   std::vector<ToolVariable> variables = tool_variables(&config, listen);
-  return run_child_command(flags.command, child_environment(config, variables), child_mask);
+  std::vector<std::string> argv = with_tool_arguments(flags.command, tool_arguments(variables));
+  std::unique_ptr<GeminiHome> gemini_home = private_gemini_home(argv, variables);
+  if (gemini_home) {
+    variables.push_back({"GEMINI_CLI_HOME", gemini_home->path()});
+  }
+  return run_child_command(argv, child_environment(config, variables), child_mask);
 }
 
 // The command's own keyshim: started on the file's address, serving on a

@@ -71,9 +71,15 @@ std::vector<ToolVariable> assignments(const std::string& url, const std::string&
                                       const Targets& targets) {
   std::vector<ToolVariable> out = {{"KEYSHIM_URL", url}};
   if (!targets.openai.empty()) {
-    // The OpenAI SDKs, Codex and aider take a base URL that includes /v1.
+    // The OpenAI SDKs, Qwen Code and aider take a base URL that includes
+    // /v1; aider reads OPENAI_API_BASE. Codex 0.171 ignores OPENAI_BASE_URL
+    // for its built-in provider (its base URL is a command-line setting, see
+    // tool_arguments) and sends CODEX_API_KEY, not OPENAI_API_KEY, on its
+    // Responses WebSocket.
     out.push_back({"OPENAI_BASE_URL", targets.openai + "/v1"});
+    out.push_back({"OPENAI_API_BASE", targets.openai + "/v1"});
     out.push_back({"OPENAI_API_KEY", key});
+    out.push_back({"CODEX_API_KEY", key});
   }
   if (!targets.anthropic.empty()) {
     // The Anthropic SDKs and Claude Code append /v1 themselves. Only the
@@ -84,8 +90,12 @@ std::vector<ToolVariable> assignments(const std::string& url, const std::string&
   }
   if (!targets.gemini.empty()) {
     // Read by gemini-cli and the @google/genai SDK, which append /v1beta.
+    // gemini-cli 0.61 takes GOOGLE_GEMINI_BASE_URL as auth type "gateway",
+    // which its own check then refuses; GEMINI_DEFAULT_AUTH_TYPE preselects
+    // the API key in its interactive auth dialog (run does more for -p).
     out.push_back({"GOOGLE_GEMINI_BASE_URL", targets.gemini});
     out.push_back({"GEMINI_API_KEY", key});
+    out.push_back({"GEMINI_DEFAULT_AUTH_TYPE", "gemini-api-key"});
   }
   return out;
 }

@@ -88,4 +88,8 @@ struct JsonError {
 // dumped recursively). nullopt on any error, described in `error`.
 std::optional<Json> parse_json(std::string_view text, JsonError* error = nullptr, int max_depth = 64);
 
+// parse_json for files people edit by hand that their program reads with
+// comments allowed (gemini-cli's settings.json): // and /* */ are skipped.
+std::optional<Json> parse_json_with_comments(std::string_view text, JsonError* error = nullptr);
+
 } // namespace keyshim::util

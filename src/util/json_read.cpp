@@ -128,11 +128,12 @@ struct Attempt {
   bool repairable = false; // a parse error, not an exhausted depth or memory
 };
 
-Attempt read(std::string_view text, std::size_t max_depth, const Clamps& clamps) {
+Attempt read(std::string_view text, std::size_t max_depth, const Clamps& clamps, bool comments = false) {
   Builder builder(max_depth, clamps);
   bool ok = false;
   try {
-    ok = nlohmann::json::sax_parse(text.begin(), text.end(), &builder);
+    ok = nlohmann::json::sax_parse(text.begin(), text.end(), &builder, nlohmann::json::input_format_t::json,
+                                   true, comments);
   } catch (const std::exception& ex) {
     // The builder reports every parse error itself; only an allocation
     // failure gets here.
@@ -147,7 +148,19 @@ Attempt read(std::string_view text, std::size_t max_depth, const Clamps& clamps)
   return Attempt{std::nullopt, builder.error(), true};
 }
 
+// What parse_json_with_comments reads: hand-edited settings files, so no
+// repair pass, and no deeper than parse_json's default.
+constexpr std::size_t k_settings_depth = 64;
+
 } // namespace
+
+std::optional<Json> parse_json_with_comments(std::string_view text, JsonError* error) {
+  Attempt attempt = read(text, k_settings_depth, {}, true);
+  if (!attempt.value && error != nullptr) {
+    *error = attempt.error;
+  }
+  return std::move(attempt.value);
+}
 
 std::optional<Json> parse_json(std::string_view text, JsonError* error, int max_depth) {
   std::size_t depth = max_depth > 0 ? static_cast<std::size_t>(max_depth) : 0;

@@ -109,6 +109,13 @@ key = "AIza-env-0003"
   EXPECT_TRUE(contains(r.out, "export OPENAI_BASE_URL='http://127.0.0.1:9913/openai/v1'\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "export ANTHROPIC_BASE_URL='http://127.0.0.1:9913/anthropic'\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "export GOOGLE_GEMINI_BASE_URL='http://127.0.0.1:9913/gemini'\n")) << r.out;
+  // aider's variable, Codex's key variable, and what is not a variable.
+  EXPECT_TRUE(contains(r.out, "export OPENAI_API_BASE='http://127.0.0.1:9913/openai/v1'\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "export CODEX_API_KEY='keyshim'\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "export GEMINI_DEFAULT_AUTH_TYPE='gemini-api-key'\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\n# codex: run `codex -c openai_base_url=http://127.0.0.1:9913/openai/v1`"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "\n# qwen: run `qwen --auth-type openai`")) << r.out;
   for (const char* key : {"sk-env-openai-0001", "sk-ant-env-0002", "AIza-env-0003"}) {
     EXPECT_FALSE(contains(r.all_output(), key)) << key;
   }

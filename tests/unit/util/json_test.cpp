@@ -252,5 +252,16 @@ TEST(Json, DumpKeepsParsedDuplicateNamesInOrder) {
   EXPECT_EQ(parse_ok(R"({"b":1,"a":2,"b":3})").dump(), R"({"b":1,"a":2,"b":3})");
 }
 
+TEST(Json, SettingsReaderSkipsCommentsThatTheStrictReaderRefuses) {
+  const std::string text = "{\n  // a line comment\n  \"a\": 1, /* a block */ \"b\": [true]\n}";
+  EXPECT_FALSE(parse_json(text));
+  std::optional<Json> settings = parse_json_with_comments(text);
+  ASSERT_TRUE(settings);
+  EXPECT_EQ(settings->dump(), R"({"a":1,"b":[true]})");
+  JsonError error;
+  EXPECT_FALSE(parse_json_with_comments("{\"a\": }", &error));
+  EXPECT_FALSE(error.message.empty());
+}
+
 } // namespace
 } // namespace keyshim::util
