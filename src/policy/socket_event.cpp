@@ -83,6 +83,18 @@ std::optional<Outcome> socket_event_failure(std::string_view message) {
   return outcome;
 }
 
+std::optional<bool> socket_turn_resendable(std::string_view client_message) {
+  if (!mentions(client_message, "response.create")) {
+    return std::nullopt;
+  }
+  std::optional<util::Json> message = event_object(client_message);
+  if (!message || message->string_at("type") != "response.create") {
+    return std::nullopt;
+  }
+  const util::Json* previous = message->find("previous_response_id");
+  return previous == nullptr || previous->is_null();
+}
+
 std::optional<Usage> socket_event_usage(std::string_view message) {
   if (!mentions(message, "\"response.") || !detail::has_usage_object(message)) {
     return std::nullopt;

@@ -19,6 +19,12 @@ namespace keyshim::policy {
 // (and for text that is not a JSON object).
 std::optional<Outcome> socket_event_failure(std::string_view message);
 
+// A message the client sent on a Responses WebSocket: nullopt unless it is a
+// `response.create` (a turn); else whether the turn can be re-sent on
+// another connection: only when it names no earlier response
+// (`previous_response_id`), which only the first connection's key knows.
+std::optional<bool> socket_turn_resendable(std::string_view client_message);
+
 // The usage of `response.completed` (or `response.incomplete` or
 // `response.failed`); nullopt for other events and when it has none.
 std::optional<Usage> socket_event_usage(std::string_view message);

@@ -55,7 +55,7 @@ void Exchange::choose_key() {
     if (m_plan.drop_repeat()) {
       continue; // the key went cooling after its failure: move on
     }
-    if (start_waiting(selection)) {
+    if (!m_reopening && start_waiting(selection)) { // a moving turn does not wait
       return;
     }
     if (m_plan.attempts() == 0) {

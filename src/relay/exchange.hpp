@@ -85,7 +85,10 @@ struct RelayContext {
   WaitRoom& waits;
 };
 
-class Exchange : public std::enable_shared_from_this<Exchange>, public Waiter, public AttemptEvents {
+class Exchange : public std::enable_shared_from_this<Exchange>,
+                 public Waiter,
+                 public AttemptEvents,
+                 public WsTunnel::Events {
 public:
   // Relay `request` to the pool `route` names, with the route's target.
   Exchange(std::shared_ptr<const PoolState> state, const Route& route, ClientRequest request,
@@ -107,6 +110,11 @@ public:
   void attempt_body(std::string_view piece, bool done) override;
   void attempt_body_failed(std::string_view piece, const std::string& error) override;
   void attempt_failed(policy::TransportFailure failure, const std::string& detail) override;
+
+  // ---- WsTunnel::Events: an open WebSocket (exchange_tunnel.cpp)
+  void upstream_text(std::string_view text) override;
+  bool divert_turn(std::string_view first_event) override;
+  void tunnel_closed(const WsTunnel::Summary& summary) override;
 
 private:
   // ---- the phases and their data
@@ -167,8 +175,8 @@ private:
 
   // ---- a WebSocket after its 101 (exchange_tunnel.cpp)
   void open_tunnel();
-  void on_tunnel_text(std::string_view text);
-  void on_tunnel_closed(const WsTunnel::Summary& summary);
+  void reopen();
+  void give_up_turn();
 
   // ---- writing to the client and the end (exchange_write.cpp)
   void write_piece(std::string_view data, bool last);
@@ -202,6 +210,14 @@ private:
   bool m_watching_client = false; // a readability wait is pending on the client socket
 
   Phase m_phase = Choosing{};
+  // A Responses turn moving to another key: the open tunnel waits in here
+  // while the phases run another handshake (Choosing, Trying), whose 101
+  // reattaches it instead of opening a new one.
+  struct Reopening {
+    std::shared_ptr<WsTunnel> tunnel;
+    std::size_t key = 0; // the key whose socket the tunnel left
+  };
+  std::optional<Reopening> m_reopening;
   AttemptPlan m_plan;
   KeyLease m_lease; // declared after m_model, which its probe points at
   ClientStream m_out;

@@ -139,6 +139,13 @@ void Exchange::cancel(const std::string& why) {
 }
 
 void Exchange::abort(const std::string& why) {
+  if (m_reopening) { // a turn was moving: the tunnel closes the client, then reports
+    drop_upstream();
+    stop_waiting();
+    m_lease.release();
+    Reopening left = *std::exchange(m_reopening, std::nullopt);
+    m_phase = Tunnelling{left.tunnel, left.key};
+  }
   if (Tunnelling* t = std::get_if<Tunnelling>(&m_phase)) {
     t->tunnel->abort(why); // closes both sides with 1001, then reports
     return;

@@ -2,12 +2,21 @@
 // upgrade. Until the 101 every refusal (401, 429, 5xx, a failed connect)
 // was an attempt like any other and could move to the next key; from here
 // the client and the upstream talk through a WsTunnel until either ends.
+//
+// On a Responses WebSocket a turn that names no earlier response can still
+// move: when its first event is a failure that moves to the next key over
+// HTTP (a rate limit, an overload), the tunnel holds it from the client,
+// another key's handshake runs through the usual phases, and its 101
+// reattaches the tunnel, which re-sends the turn. With no key left, the
+// held event reaches the client after all.
 #include "relay/exchange.hpp"
 
 #include "policy/socket_event.hpp"
 #include "relay/health_report.hpp"
 #include "relay/redact.hpp"
 #include "util/log.hpp"
+
+#include <boost/asio/post.hpp>
 
 #include <fmt/format.h>
 
@@ -39,35 +48,38 @@ void Exchange::open_tunnel() {
   m_pool.count_websocket(key, +1);
   m_record.key_label = m_pool.key(key).label;
   m_record.chain.push_back(fmt::format("{}:101", m_record.key_label));
-  m_record.ttfb = duration_cast<milliseconds>(m_context.mono.now() - m_started);
   m_record.status = 101;
-
-  // The tunnel reads the client from now on: the hang-up watch ends.
   m_watchdog.stop();
   m_timer.cancel();
-  if (m_watching_client) {
+  if (m_reopening) {
+    Reopening left = *std::exchange(m_reopening, std::nullopt);
+    m_pool.count_websocket(left.key, -1);
+    m_phase = Tunnelling{left.tunnel, key};
+    util::log_debug("websocket turn moved to key {}", m_record.key_label);
+    left.tunnel->reattach(std::move(conn), std::move(from_upstream));
+    return;
+  }
+  m_record.ttfb = duration_cast<milliseconds>(m_context.mono.now() - m_started);
+  if (m_watching_client) { // the tunnel reads the client from now on: the hang-up watch ends
     ErrorCode ignored;
     m_client->socket().cancel(ignored);
     m_watching_client = false;
   }
-  auto tunnel = std::make_shared<WsTunnel>(
-      m_client->socket(), std::move(conn), m_context.mono, m_settings.idle_timeout,
-      [self = shared_from_this()](const WsTunnel::Summary& summary) { self->on_tunnel_closed(summary); });
+  auto tunnel =
+      std::make_shared<WsTunnel>(m_client->socket(), std::move(conn), m_context.mono, m_settings.idle_timeout,
+                                 std::shared_ptr<WsTunnel::Events>(shared_from_this(), this));
   m_phase = Tunnelling{tunnel, key};
   if (is_responses_socket(m_request.target())) {
-    tunnel->read_texts([self = shared_from_this()](std::string_view text) { self->on_tunnel_text(text); });
+    tunnel->read_events();
   }
-  util::log_debug("websocket open on key {}", m_record.key_label);
   tunnel->start(std::move(head), m_client->take_read_ahead(), std::move(from_upstream));
 }
 
 // An event of a Responses WebSocket. Its tokens count for the key; a
-// failure (a rate limit, an overload) counts as the key's like the same
-// answer over HTTP, so that the client's reconnect (Codex reconnects and
-// re-sends its turn) gets another key. The event itself reaches the client
-// unchanged: a turn is not re-sent here, as it may name an earlier response
-// that only this connection's key knows (previous_response_id).
-void Exchange::on_tunnel_text(std::string_view text) {
+// failure counts as the key's like the same answer over HTTP, so that a
+// client that reconnects (Codex reconnects and re-sends its turn) gets
+// another key. The event itself is relayed unchanged.
+void Exchange::upstream_text(std::string_view text) {
   const std::size_t key = std::get<Tunnelling>(m_phase).key;
   if (std::optional<policy::Usage> usage = policy::socket_event_usage(text)) {
     m_pool.count_tokens(key, usage->input.value_or(0), usage->output.value_or(0));
@@ -82,13 +94,60 @@ void Exchange::on_tunnel_text(std::string_view text) {
   }
 }
 
-void Exchange::on_tunnel_closed(const WsTunnel::Summary& summary) {
+// The first event of a turn that could move. A failure that would move an
+// HTTP request to the next key moves the turn, while attempts remain.
+bool Exchange::divert_turn(std::string_view first_event) {
   const std::size_t key = std::get<Tunnelling>(m_phase).key;
+  std::optional<policy::Outcome> outcome = policy::socket_event_failure(first_event);
+  policy::Verdict verdict = outcome ? verdict_for(key, *outcome) : policy::Verdict{};
+  if (!outcome || verdict.action == policy::Action::commit || verdict.action == policy::Action::relay ||
+      m_plan.out_of_attempts()) {
+    upstream_text(first_event);
+    return false;
+  }
+  apply_health(key, *outcome, verdict);
+  m_plan.after_failure(key, verdict.action);
+  // After the tunnel's handler has returned: the handshake may end at once.
+  asio::post(m_client->socket().get_executor(), [self = shared_from_this()] { self->reopen(); });
+  return true;
+}
+
+void Exchange::reopen() {
+  Tunnelling* t = std::get_if<Tunnelling>(&m_phase);
+  if (!t) {
+    return; // closed meanwhile
+  }
+  m_reopening = Reopening{t->tunnel, t->key};
+  choose_key(); // its 101 reattaches the tunnel; no key left ends in give_up_turn()
+}
+
+// No other key could take the turn: its held event reaches the client.
+void Exchange::give_up_turn() {
+  Reopening left = *std::exchange(m_reopening, std::nullopt);
+  m_lease.release();
+  m_watchdog.stop();
+  m_timer.cancel();
+  m_phase = Tunnelling{left.tunnel, left.key};
+  left.tunnel->give_up("no other key could take the turn");
+}
+
+void Exchange::tunnel_closed(const WsTunnel::Summary& summary) {
+  std::size_t key = 0;
+  if (Tunnelling* t = std::get_if<Tunnelling>(&m_phase)) {
+    key = t->key;
+  } else if (m_reopening) { // the client left while its turn was moving
+    key = std::exchange(m_reopening, std::nullopt)->key;
+    drop_upstream();
+  } else {
+    return;
+  }
   m_pool.count_websocket(key, -1);
   m_pool.count_bytes(key, summary.bytes_down);
   m_record.bytes = summary.bytes_down;
-  m_record.websocket = fmt::format("{} messages up, {} down, {} bytes up; {}", summary.messages_up,
-                                   summary.messages_down, summary.bytes_up, summary.end);
+  m_record.websocket = fmt::format(
+      "{} messages up, {} down, {} bytes up{}; {}", summary.messages_up, summary.messages_down,
+      summary.bytes_up, summary.turns_resent ? fmt::format(", {} turns moved", summary.turns_resent) : "",
+      summary.end);
   finish(Downstream::Next::drop); // the tunnel closed the client's connection
 }
 

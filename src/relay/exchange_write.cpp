@@ -77,6 +77,10 @@ void Exchange::stream_failed(const std::string& why) {
 // keyshim's own answer, or an upstream error relayed whole. `close` ends the
 // connection after it even when the client would keep it (shutdown).
 void Exchange::answer(const Answer& answer, bool close) {
+  if (m_reopening) {
+    give_up_turn(); // the client is inside a WebSocket: no HTTP answer now
+    return;
+  }
   m_lease.release();
   m_phase = Answering{};
   m_watchdog.stop();

@@ -1,6 +1,7 @@
 #include "relay/ws_frames.hpp"
 
 #include <algorithm>
+#include <random>
 
 namespace keyshim::relay {
 namespace {
@@ -110,8 +111,7 @@ void WsFrameScanner::start_capture(unsigned opcode, std::uint64_t payload) {
     return;
   }
   if (opcode != 0) {
-    bool plain = (m_header[0] & k_rsv1) == 0 && (m_header[1] & k_masked) == 0;
-    m_capturing = opcode == k_opcode_text && plain;
+    m_capturing = opcode == k_opcode_text && (m_header[0] & k_rsv1) == 0;
     m_text.clear();
   }
   if (m_capturing && payload > m_capture_max - m_text.size()) {
@@ -119,33 +119,62 @@ void WsFrameScanner::start_capture(unsigned opcode, std::uint64_t payload) {
     m_text.clear();
   }
   m_frame_captured = m_capturing;
+  m_frame_offset = 0;
+  std::fill(std::begin(m_mask), std::end(m_mask), 0);
+  if ((m_header[1] & k_masked) != 0) {
+    std::copy_n(m_header + header_size(m_header) - 4, 4, m_mask);
+  }
 }
 
 void WsFrameScanner::take_payload(std::string_view bytes) {
-  if (m_frame_captured) {
-    m_text.append(bytes);
+  if (!m_frame_captured) {
+    return;
+  }
+  for (char byte : bytes) {
+    m_text.push_back(static_cast<char>(static_cast<unsigned char>(byte) ^ m_mask[m_frame_offset++ % 4]));
   }
 }
 
+std::uint32_t ws_random_mask() {
+  static std::mt19937 generator{std::random_device{}()};
+  return static_cast<std::uint32_t>(generator());
+}
+
+std::string ws_frame(unsigned opcode, std::string_view payload, bool masked, std::uint32_t mask) {
+  std::string frame;
+  frame.push_back(static_cast<char>(k_fin | opcode));
+  unsigned mask_bit = masked ? k_masked : 0;
+  if (payload.size() < 126) {
+    frame.push_back(static_cast<char>(mask_bit | payload.size()));
+  } else if (payload.size() <= 0xffff) {
+    frame.push_back(static_cast<char>(mask_bit | 126));
+    frame.push_back(static_cast<char>(payload.size() >> 8));
+    frame.push_back(static_cast<char>(payload.size() & 0xff));
+  } else {
+    frame.push_back(static_cast<char>(mask_bit | 127));
+    for (int shift = 56; shift >= 0; shift -= 8) {
+      frame.push_back(static_cast<char>((std::uint64_t{payload.size()} >> shift) & 0xff));
+    }
+  }
+  if (!masked) {
+    frame.append(payload);
+    return frame;
+  }
+  unsigned char key[4] = {static_cast<unsigned char>(mask >> 24), static_cast<unsigned char>(mask >> 16),
+                          static_cast<unsigned char>(mask >> 8), static_cast<unsigned char>(mask)};
+  frame.append(reinterpret_cast<const char*>(key), 4);
+  for (std::size_t i = 0; i < payload.size(); ++i) {
+    frame.push_back(static_cast<char>(static_cast<unsigned char>(payload[i]) ^ key[i % 4]));
+  }
+  return frame;
+}
+
 std::string ws_close_frame(std::uint16_t code, std::string_view reason, bool masked, std::uint32_t mask) {
-  reason = reason.substr(0, k_max_close_reason);
   std::string payload;
   payload.push_back(static_cast<char>(code >> 8));
   payload.push_back(static_cast<char>(code & 0xff));
-  payload.append(reason);
-  std::string frame;
-  frame.push_back(static_cast<char>(k_fin | k_opcode_close));
-  frame.push_back(static_cast<char>((masked ? k_masked : 0) | payload.size()));
-  if (masked) {
-    unsigned char key[4] = {static_cast<unsigned char>(mask >> 24), static_cast<unsigned char>(mask >> 16),
-                            static_cast<unsigned char>(mask >> 8), static_cast<unsigned char>(mask)};
-    frame.append(reinterpret_cast<const char*>(key), 4);
-    for (std::size_t i = 0; i < payload.size(); ++i) {
-      payload[i] = static_cast<char>(static_cast<unsigned char>(payload[i]) ^ key[i % 4]);
-    }
-  }
-  frame += payload;
-  return frame;
+  payload.append(reason.substr(0, k_max_close_reason));
+  return ws_frame(k_opcode_close, payload, masked, mask);
 }
 
 } // namespace keyshim::relay

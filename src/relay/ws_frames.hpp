@@ -28,9 +28,9 @@ public:
 
   explicit WsFrameScanner(std::uint64_t max_message = k_max_ws_message) : m_max(max_message) {}
 
-  // Also keep a copy of each text message up to `max_bytes` long that is
-  // neither masked nor compressed (what an upstream sends without
-  // permessage-deflate), for take_texts(). Longer ones are skipped.
+  // Also keep a copy of each uncompressed text message up to `max_bytes`
+  // long (unmasked, when a client masked it), for take_texts(). Longer and
+  // compressed (permessage-deflate) ones are skipped.
   void capture_texts(std::size_t max_bytes) { m_capture_max = max_bytes; }
   // The text messages completed since the last call.
   std::vector<std::string> take_texts() { return std::exchange(m_texts, {}); }
@@ -62,12 +62,21 @@ private:
   bool m_frame_ends_message = false;
   bool m_close_seen = false;
   std::uint64_t m_messages = 0;
-  std::size_t m_capture_max = 0; // 0: nothing is captured
-  bool m_capturing = false;      // the text message in progress is being copied
-  bool m_frame_captured = false; // this frame's payload belongs to it
+  std::size_t m_capture_max = 0;    // 0: nothing is captured
+  bool m_capturing = false;         // the text message in progress is being copied
+  bool m_frame_captured = false;    // this frame's payload belongs to it
+  unsigned char m_mask[4]{};        // this frame's masking key (all zero when unmasked)
+  std::uint64_t m_frame_offset = 0; // payload bytes of this frame copied so far
   std::string m_text;
   std::vector<std::string> m_texts;
 };
+
+// One whole frame of keyshim's own: FIN, `opcode` (1 text, 8 close), the
+// payload unmasked towards the client, masked with `mask` towards the upstream.
+std::string ws_frame(unsigned opcode, std::string_view payload, bool masked, std::uint32_t mask);
+
+// A masking key for a frame keyshim sends upstream (RFC 6455 §5.3: unpredictable).
+std::uint32_t ws_random_mask();
 
 // A close frame of keyshim's own (code, reason up to 123 bytes): unmasked
 // towards the client, masked (with `mask`) towards the upstream, as RFC 6455

@@ -228,7 +228,66 @@ TEST(WebSocket, ShutdownClosesAnOpenWebSocketWith1001) {
   EXPECT_EQ(upstream.wait_for_end(), 1001);
 }
 
-TEST(ResponsesWebSocket, ARateLimitEventCoolsTheKeySoTheClientsReconnectGetsTheNext) {
+const char* const k_limited =
+    R"({"type":"error","status":429,"error":{"type":"requests","code":"rate_limit_exceeded","message":"slow down"},"headers":{"retry-after":"30"}})";
+
+std::vector<std::string> answered_turn() {
+  return {
+      R"({"type":"response.created","response":{"id":"r2"}})",
+      R"({"type":"response.output_text.delta","delta":"pong"})",
+      R"({"type":"response.completed","response":{"id":"r2","usage":{"input_tokens":10,"output_tokens":2}}})"};
+}
+
+TEST(ResponsesWebSocket, ARateLimitedFirstEventMovesTheTurnToTheNextKeyUnseen) {
+  WsUpstream upstream;
+  upstream.behave(WsBehaviour::respond);
+  upstream.respond_next_connection_with({k_limited});
+  upstream.respond_with(answered_turn());
+  Shim shim(pool_toml(2), upstream.base_url());
+  WsClient client(shim.port(), "/v1/responses");
+  ASSERT_TRUE(client.open());
+  const std::string turn =
+      R"({"type":"response.create","model":"gpt-5","input":[{"role":"user","content":"ping"}]})";
+  client.send({true, turn});
+  for (const std::string& expected : answered_turn()) {
+    auto event = client.read();
+    ASSERT_TRUE(event) << client.close_reason();
+    EXPECT_EQ(event->data, expected);
+  }
+  EXPECT_EQ(keys_seen(upstream), (std::vector<std::string>{bearer(0), bearer(1)}));
+  std::vector<WsMessage> received = upstream.received();
+  ASSERT_EQ(received.size(), 2U);
+  EXPECT_EQ(received[0].data, turn);
+  EXPECT_EQ(received[1].data, turn);
+  EXPECT_EQ(health(shim, 0).state, pool::KeyState::cooling);
+  EXPECT_EQ(health(shim, 0).websockets, 0);
+  EXPECT_EQ(health(shim, 1).websockets, 1);
+  EXPECT_EQ(health(shim, 1).total.output_tokens, 2U);
+  // The socket goes on with the new key.
+  client.send({true, R"({"type":"response.create","previous_response_id":"r2","input":[]})"});
+  auto next = client.read();
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->data, answered_turn().front());
+  EXPECT_EQ(upstream.handshakes().size(), 2U);
+}
+
+TEST(ResponsesWebSocket, WithNoOtherKeyTheHeldEventReachesTheClientAndTheSocketCloses) {
+  WsUpstream upstream;
+  upstream.behave(WsBehaviour::respond);
+  upstream.respond_with({k_limited});
+  Shim shim(pool_toml(1), upstream.base_url());
+  WsClient client(shim.port(), "/v1/responses");
+  ASSERT_TRUE(client.open());
+  client.send({true, R"({"type":"response.create","input":[]})"});
+  auto event = client.read();
+  ASSERT_TRUE(event);
+  EXPECT_EQ(event->data, k_limited);
+  EXPECT_FALSE(client.read());
+  EXPECT_EQ(client.close_code(), 1011);
+  EXPECT_EQ(health(shim, 0).state, pool::KeyState::cooling);
+}
+
+TEST(ResponsesWebSocket, ATurnNamingAnEarlierResponseIsNotMovedItsErrorIsRelayedAndCoolsTheKey) {
   WsUpstream upstream;
   upstream.behave(WsBehaviour::respond);
   const std::string limited =
@@ -238,7 +297,7 @@ TEST(ResponsesWebSocket, ARateLimitEventCoolsTheKeySoTheClientsReconnectGetsTheN
   {
     WsClient client(shim.port(), "/v1/responses");
     ASSERT_TRUE(client.open());
-    client.send({true, R"({"type":"response.create","model":"gpt-5","input":[]})"});
+    client.send({true, R"({"type":"response.create","previous_response_id":"r1","input":[]})"});
     auto event = client.read();
     ASSERT_TRUE(event);
     EXPECT_EQ(event->data, limited); // relayed unchanged: the client decides to reconnect

@@ -93,6 +93,11 @@ void WsUpstream::respond_with(std::vector<std::string> events) {
   m_events = std::move(events);
 }
 
+void WsUpstream::respond_next_connection_with(std::vector<std::string> events) {
+  std::lock_guard lock(m_mutex);
+  m_connection_events.push_back(std::move(events));
+}
+
 std::vector<SeenRequest> WsUpstream::handshakes() const {
   std::lock_guard lock(m_mutex);
   return m_handshakes;
@@ -135,6 +140,7 @@ void WsUpstream::serve(tcp::socket socket) {
   }
   std::optional<Scripted> refusal;
   WsBehaviour behaviour;
+  std::vector<std::string> events;
   {
     std::lock_guard lock(m_mutex);
     m_handshakes.push_back(seen_of(request));
@@ -143,6 +149,11 @@ void WsUpstream::serve(tcp::socket socket) {
       m_refusals.pop_front();
     }
     behaviour = m_behaviour;
+    events = m_events;
+    if (!refusal && !m_connection_events.empty()) {
+      events = std::move(m_connection_events.front());
+      m_connection_events.pop_front();
+    }
   }
   if (refusal) {
     write_refusal(socket, *refusal);
@@ -156,13 +167,13 @@ void WsUpstream::serve(tcp::socket socket) {
   ws.read_message_max(k_max_message);
   ws.accept(request, ec);
   if (!ec) {
-    relay_messages(ws, behaviour);
+    relay_messages(ws, behaviour, events);
   }
   std::lock_guard lock(m_mutex);
   std::erase(m_open, &ws.next_layer());
 }
 
-void WsUpstream::relay_messages(WsSocket& ws, WsBehaviour behaviour) {
+void WsUpstream::relay_messages(WsSocket& ws, WsBehaviour behaviour, const std::vector<std::string>& events) {
   beast::error_code ec;
   if (behaviour == WsBehaviour::greet_then_echo) {
     ws.text(true);
@@ -191,11 +202,6 @@ void WsUpstream::relay_messages(WsSocket& ws, WsBehaviour behaviour) {
       return;
     }
     if (behaviour == WsBehaviour::respond) {
-      std::vector<std::string> events;
-      {
-        std::lock_guard lock(m_mutex);
-        events = m_events;
-      }
       ws.text(true);
       for (const std::string& event : events) {
         ws.write(asio::buffer(event), ec);

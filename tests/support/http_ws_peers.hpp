@@ -52,6 +52,8 @@ public:
   void behave(WsBehaviour behaviour);
   // For WsBehaviour::respond: the events each message is answered with.
   void respond_with(std::vector<std::string> events);
+  // ... on the next connection only (a queue), before respond_with's.
+  void respond_next_connection_with(std::vector<std::string> events);
 
   std::vector<SeenRequest> handshakes() const;
   std::vector<WsMessage> received() const;
@@ -62,7 +64,7 @@ public:
 private:
   void accept_loop();
   void serve(boost::asio::ip::tcp::socket socket);
-  void relay_messages(WsSocket& socket, WsBehaviour behaviour);
+  void relay_messages(WsSocket& socket, WsBehaviour behaviour, const std::vector<std::string>& events);
   void ended(int code);
 
   boost::asio::io_context m_io;
@@ -74,6 +76,7 @@ private:
   std::deque<Scripted> m_refusals;
   WsBehaviour m_behaviour = WsBehaviour::echo;
   std::vector<std::string> m_events;
+  std::deque<std::vector<std::string>> m_connection_events;
   std::vector<SeenRequest> m_handshakes;
   std::vector<WsMessage> m_received;
   std::vector<int> m_ends;

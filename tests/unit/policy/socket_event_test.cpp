@@ -59,6 +59,14 @@ TEST(SocketEventFailure, OrdinaryEventsAndNonJsonAreNoFailure) {
   EXPECT_FALSE(socket_event_failure(R"(["error"])"));
 }
 
+TEST(SocketTurn, ATurnNamingNoEarlierResponseCanBeResent) {
+  EXPECT_EQ(socket_turn_resendable(R"({"type":"response.create","model":"gpt-5","input":[]})"), true);
+  EXPECT_EQ(socket_turn_resendable(R"({"type":"response.create","previous_response_id":null})"), true);
+  EXPECT_EQ(socket_turn_resendable(R"({"type":"response.create","previous_response_id":"resp_1"})"), false);
+  EXPECT_EQ(socket_turn_resendable(R"({"type":"response.cancel"})"), std::nullopt);
+  EXPECT_EQ(socket_turn_resendable("response.create"), std::nullopt);
+}
+
 TEST(SocketEventUsage, ReadsTheUsageOfACompletedResponse) {
   auto usage = socket_event_usage(
       R"({"type":"response.completed","response":{"id":"r1","usage":{"input_tokens":120,"output_tokens":31}}})");

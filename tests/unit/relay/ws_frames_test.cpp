@@ -145,9 +145,16 @@ TEST(WsFrameScannerCapture, SkipsBinaryCompressedMaskedAndOverlongMessages) {
       text_frame("bin", true, 0x2) + compressed + text_frame("far too long") + text_frame("ok");
   ASSERT_EQ(scanner.feed(bytes), WsFrameScanner::Result::ok);
   EXPECT_EQ(scanner.take_texts(), (std::vector<std::string>{"ok"}));
+}
+
+TEST(WsFrameScannerCapture, UnmasksAClientsTextMessage) {
   WsFrameScanner client_side;
   client_side.capture_texts(1024);
-  ASSERT_EQ(client_side.feed(frame(0x1, 3, true, true)), WsFrameScanner::Result::ok);
+  std::string masked = frame(0x1, 3, true, true); // payload "xxx" masked with 01 02 03 04
+  ASSERT_EQ(client_side.feed(masked), WsFrameScanner::Result::ok);
+  std::string expected = {static_cast<char>('x' ^ 1), static_cast<char>('x' ^ 2), static_cast<char>('x' ^ 3)};
+  EXPECT_EQ(client_side.take_texts(), (std::vector<std::string>{expected}));
+  ASSERT_EQ(client_side.feed(ws_close_frame(1000, "", true)), WsFrameScanner::Result::ok);
   EXPECT_TRUE(client_side.take_texts().empty());
 }
 
