@@ -271,6 +271,24 @@ TEST(ResponsesWebSocket, ARateLimitedFirstEventMovesTheTurnToTheNextKeyUnseen) {
   EXPECT_EQ(upstream.handshakes().size(), 2U);
 }
 
+TEST(ResponsesWebSocket, AnErrorAfterTheTurnsFirstEventIsRelayedAsItIs) {
+  WsUpstream upstream;
+  upstream.behave(WsBehaviour::respond);
+  const std::string created = R"({"type":"response.created","response":{"id":"r1"}})";
+  upstream.respond_with({created, k_limited});
+  Shim shim(pool_toml(2), upstream.base_url());
+  WsClient client(shim.port(), "/v1/responses");
+  ASSERT_TRUE(client.open());
+  client.send({true, R"({"type":"response.create","input":[]})"});
+  auto first = client.read();
+  auto second = client.read();
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(first->data, created);
+  EXPECT_EQ(second->data, k_limited);
+  EXPECT_EQ(upstream.handshakes().size(), 1U); // never re-sent once the client had an event
+  EXPECT_EQ(health(shim, 0).state, pool::KeyState::cooling);
+}
+
 TEST(ResponsesWebSocket, WithNoOtherKeyTheHeldEventReachesTheClientAndTheSocketCloses) {
   WsUpstream upstream;
   upstream.behave(WsBehaviour::respond);
