@@ -88,20 +88,20 @@ std::unique_ptr<GeminiHome> private_gemini_home(const std::vector<std::string>& 
 }
 
 int run_with(const RunFlags& flags, const config::Config& config, const std::string& listen,
-             const sigset_t& child_mask) {
+             const ChildSignals& signals) {
   std::vector<ToolVariable> variables = tool_variables(&config, listen);
   std::vector<std::string> argv = with_tool_arguments(flags.command, tool_arguments(variables));
   std::unique_ptr<GeminiHome> gemini_home = private_gemini_home(argv, variables);
   if (gemini_home) {
     variables.push_back({"GEMINI_CLI_HOME", gemini_home->path()});
   }
-  return run_child_command(argv, child_environment(config, variables), child_mask);
+  return run_child_command(argv, child_environment(config, variables), signals);
 }
 
 // The command's own keyshim: started on the file's address, serving on a
 // thread while the command runs, then drained like `serve` on SIGTERM.
 int run_with_own_keyshim(const RunFlags& flags, const config::Config& config, const std::string& path,
-                         const sigset_t& child_mask) {
+                         const ChildSignals& signals) {
   // 1. Quiet unless asked: the command owns the terminal.
   util::Logger::instance().set_level(flags.verbose ? util::LogLevel::info : util::LogLevel::warn);
   if (std::string problem = util::protect_process_memory(); !problem.empty()) {
@@ -123,7 +123,7 @@ int run_with_own_keyshim(const RunFlags& flags, const config::Config& config, co
     // Another `keyshim run` may have started one in the meantime.
     if (fetch_status(instance_of(config)).ok()) {
       shim.reset();
-      return run_with(flags, config, config.server.listen.text(), child_mask);
+      return run_with(flags, config, config.server.listen.text(), signals);
     }
     throw std::runtime_error(error);
   }
@@ -138,7 +138,7 @@ int run_with_own_keyshim(const RunFlags& flags, const config::Config& config, co
     shim->serve();
     served.set_value();
   });
-  int code = run_with(flags, config, listen, child_mask);
+  int code = run_with(flags, config, listen, signals);
 
   // 4. Drain: what the command left in flight gets drain_timeout, then is cut.
   shim->begin_shutdown();
@@ -152,7 +152,7 @@ int run_with_own_keyshim(const RunFlags& flags, const config::Config& config, co
 
 int run_run(const RunFlags& flags) {
   // 1. Signals first, before any thread: keyshim must outlive the command.
-  sigset_t child_mask = block_child_signals();
+  ChildSignals signals = block_child_signals();
 
   // 2. The pool file without its secrets: asking whether a keyshim answers
   //    must not run key_cmd.
@@ -171,12 +171,12 @@ int run_run(const RunFlags& flags) {
   //    error, with fetch_status's explanation.
   StatusAnswer answer = fetch_status(instance_of(config));
   if (answer.ok()) {
-    return run_with(flags, config, config.server.listen.text(), child_mask);
+    return run_with(flags, config, config.server.listen.text(), signals);
   }
   if (!answer.refused) {
     throw std::runtime_error(fmt::format("cannot run {}: {}", flags.command.front(), answer.error));
   }
-  return run_with_own_keyshim(flags, config, path, child_mask);
+  return run_with_own_keyshim(flags, config, path, signals);
 }
 
 } // namespace

@@ -3,6 +3,7 @@
 // keyshim with curl to a scripted fake upstream.
 #include "support/http_fake_upstream.hpp"
 #include "support/http_raw_client.hpp"
+#include "support/process_probe.hpp"
 #include "support/run_binary.hpp"
 #include "support/temp_dir.hpp"
 
@@ -223,3 +224,50 @@ TEST_F(RunCommand, AddressTakenBySomethingElseFailsWithoutRunningTheCommand) {
       contains(r.err, "keyshim: error: cannot run sh: 127.0.0.1:" + std::to_string(m_upstream.port())))
       << r.err;
 }
+
+// issue 19: SIGUSR1, SIGUSR2 and SIGALRM killed `run` itself and left the
+// command running, orphaned. Each is sent only after the command said it
+// got the one before.
+TEST_F(RunCommand, UserSignalsAndAlarmReachTheCommandAndRunExitsWithItsCode) {
+  ChildProcess child = ChildProcess::start(
+      run_argv({"sh", "-c",
+                "trap 'echo got-USR1' USR1; trap 'echo got-USR2' USR2; trap 'echo got-ALRM; done=1' ALRM; "
+                "done=0; echo ready; while [ $done = 0 ]; do sleep 30 & p=$!; wait $p; kill $p 2>/dev/null; "
+                "done; exit 5"}),
+      options());
+  ASSERT_TRUE(child.wait_for_stdout("ready")) << child.err();
+  child.send_signal(SIGUSR1);
+  ASSERT_TRUE(child.wait_for_stdout("got-USR1")) << child.err();
+  child.send_signal(SIGUSR2);
+  ASSERT_TRUE(child.wait_for_stdout("got-USR2")) << child.err();
+  child.send_signal(SIGALRM);
+  RunResult r = child.wait();
+  EXPECT_EQ(r.exit_code, 5) << r.err;
+  EXPECT_TRUE(contains(r.out, "got-ALRM")) << r.out;
+  EXPECT_TRUE(port_is_free(m_port));
+}
+
+// A signal keyshim was started with ignored (nohup, `trap '' HUP`) stays
+// ignored for the command, as a shell leaves it.
+TEST_F(RunCommand, SignalIgnoredAtStartStaysIgnoredForTheCommand) {
+  std::string command = std::string("trap '' HUP; exec ") + KEYSHIM_BINARY + " run -c " + m_path +
+                        " -- sh -c 'kill -HUP $$; echo survived'";
+  RunResult r = keyshim::test::run_binary({"sh", "-c", command}, options());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "survived")) << r.out;
+}
+
+#ifdef __linux__
+// SIGKILL cannot be forwarded: the command must not outlive keyshim anyway.
+TEST_F(RunCommand, CommandDiesWhenKeyshimIsKilled) {
+  std::string pid_file = m_dir.path() + "/command.pid";
+  ChildProcess child = ChildProcess::start(
+      run_argv({"sh", "-c", "echo $$ > " + pid_file + "; echo ready; exec sleep 60"}), options());
+  ASSERT_TRUE(child.wait_for_stdout("ready")) << child.err();
+  pid_t command = keyshim::test::pid_in(pid_file);
+  ASSERT_GT(command, 0);
+  child.send_signal(SIGKILL);
+  child.wait();
+  EXPECT_TRUE(keyshim::test::ends_soon(command));
+}
+#endif
