@@ -5,6 +5,7 @@
 #include "cli/child_command.hpp"
 #include "cli/commands.hpp"
 #include "cli/gemini_home.hpp"
+#include "cli/run_lock.hpp"
 #include "cli/status_table.hpp"
 #include "cli/tool_arguments.hpp"
 #include "cli/tool_variables.hpp"
@@ -15,12 +16,14 @@
 
 #include <fmt/format.h>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <future>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -101,7 +104,7 @@ int run_with(const RunFlags& flags, const config::Config& config, const std::str
 // The command's own keyshim: started on the file's address, serving on a
 // thread while the command runs, then drained like `serve` on SIGTERM.
 int run_with_own_keyshim(const RunFlags& flags, const config::Config& config, const std::string& path,
-                         const ChildSignals& signals) {
+                         const ChildSignals& signals, RunLock* lock) {
   // 1. Quiet unless asked: the command owns the terminal.
   util::Logger::instance().set_level(flags.verbose ? util::LogLevel::info : util::LogLevel::warn);
   if (std::string problem = util::protect_process_memory(); !problem.empty()) {
@@ -140,7 +143,17 @@ int run_with_own_keyshim(const RunFlags& flags, const config::Config& config, co
   });
   int code = run_with(flags, config, listen, signals);
 
-  // 4. Drain: what the command left in flight gets drain_timeout, then is cut.
+  // 4. Other runs may use this keyshim too: serve until the last is done.
+  if (lock != nullptr) {
+    lock->wait_until_alone([&] {
+      fmt::print(stderr,
+                 "keyshim: {} exited; serving on {} until the other `keyshim run` using it exit (Ctrl-C "
+                 "stops it now)\n",
+                 flags.command.front(), listen);
+    });
+  }
+
+  // 5. Drain: what the command left in flight gets drain_timeout, then is cut.
   shim->begin_shutdown();
   if (drained.wait_for(shim->drain_timeout()) == std::future_status::timeout) {
     util::log_warn("drain timeout reached: cutting {} in-flight requests", shim->in_flight());
@@ -166,7 +179,21 @@ int run_run(const RunFlags& flags) {
   }
   const config::Config& config = *loaded.config;
 
-  // 3. A keyshim already answering on the file's address serves the command.
+  // 3. Every run on this address holds the run lock while it runs (see
+  //    run_lock.hpp), so that a keyshim one of them started lives as long as
+  //    any of them.
+  std::string problem;
+  std::optional<RunLock> lock = RunLock::attach(config.server.listen, problem);
+  if (!lock && problem.empty()) {
+    return 128 + SIGINT; // interrupted while a keyshim another run started drained
+  }
+  if (!lock) {
+    util::log_warn("{}: a keyshim this run starts stops when its command exits, even while another "
+                   "`keyshim run` uses it",
+                   problem);
+  }
+
+  // 4. A keyshim already answering on the file's address serves the command.
   //    Nothing answering means we start one; anything else answering is an
   //    error, with fetch_status's explanation.
   StatusAnswer answer = fetch_status(instance_of(config));
@@ -176,7 +203,7 @@ int run_run(const RunFlags& flags) {
   if (!answer.refused) {
     throw std::runtime_error(fmt::format("cannot run {}: {}", flags.command.front(), answer.error));
   }
-  return run_with_own_keyshim(flags, config, path, signals);
+  return run_with_own_keyshim(flags, config, path, signals, lock ? &*lock : nullptr);
 }
 
 } // namespace

@@ -10,9 +10,11 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -57,6 +59,29 @@ bool port_is_free(int port) {
   return free;
 }
 
+// Let a fake tool waiting in `read line < FIFO` go on. Opening blocks until
+// it reads.
+void release(const std::string& fifo) {
+  int fd = open(fifo.c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0) << fifo;
+  EXPECT_EQ(write(fd, "go\n", 3), 3);
+  close(fd);
+}
+
+std::string fifo_in(const TempDir& dir, const std::string& name) {
+  std::string path = dir.path() + "/" + name;
+  EXPECT_EQ(mkfifo(path.c_str(), 0600), 0) << path;
+  return path;
+}
+
+std::size_t count(const std::string& text, const std::string& needle) {
+  std::size_t found = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+    ++found;
+  }
+  return found;
+}
+
 class RunCommand : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -79,7 +104,7 @@ protected:
   // Never the developer's own pool file or proxies.
   RunOptions options() const {
     RunOptions options;
-    options.env = {{"HOME", m_dir.path()}, {k_key_variable, k_key}};
+    options.env = {{"HOME", m_dir.path()}, {"XDG_RUNTIME_DIR", m_dir.path()}, {k_key_variable, k_key}};
     options.unset_env = {"KEYSHIM_CONFIG", "XDG_CONFIG_HOME", "http_proxy", "HTTP_PROXY",
                          "https_proxy",    "HTTPS_PROXY",     "all_proxy",  "ALL_PROXY"};
     options.timeout = 30s;
@@ -271,3 +296,37 @@ TEST_F(RunCommand, CommandDiesWhenKeyshimIsKilled) {
   EXPECT_TRUE(keyshim::test::ends_soon(command));
 }
 #endif
+
+// issue 19: the second of two runs used the keyshim the first started, and
+// got connection refused once the first tool exited. The first run now
+// serves until the second is done. Fifos sequence the two fake tools.
+TEST_F(RunCommand, KeyshimStartedByOneRunServesAnotherAfterTheFirstCommandExits) {
+  std::string first_go = fifo_in(m_dir, "first-go");
+  std::string second_go = fifo_in(m_dir, "second-go");
+  ChildProcess first = ChildProcess::start(
+      run_argv({"sh", "-c", "echo started; read line < " + first_go + "; echo first-done"}), options());
+  ASSERT_TRUE(first.wait_for_stdout("started")) << first.err();
+  ChildProcess second =
+      ChildProcess::start(run_argv({"sh", "-c",
+                                    std::string(k_call_through) + "; echo; echo attached; read line < " +
+                                        second_go + "; " + k_call_through + "; echo; echo second-done"}),
+                          options());
+  ASSERT_TRUE(second.wait_for_stdout("attached")) << second.err();
+
+  // The first tool exits; its run keeps the keyshim for the second.
+  release(first_go);
+  ASSERT_TRUE(first.wait_for_stderr("until the other `keyshim run` using it exit")) << first.err();
+  EXPECT_FALSE(port_is_free(m_port));
+  release(second_go);
+  RunResult second_result = second.wait();
+  EXPECT_EQ(second_result.exit_code, 0) << second_result.err;
+  EXPECT_EQ(count(second_result.out, R"({"ok":true})"), 2u) << second_result.out;
+  EXPECT_TRUE(contains(second_result.out, "second-done")) << second_result.out;
+
+  // Then the first run drains and exits with its own command's code.
+  RunResult first_result = first.wait();
+  EXPECT_EQ(first_result.exit_code, 0) << first_result.err;
+  EXPECT_TRUE(port_is_free(m_port));
+  EXPECT_EQ(m_upstream.seen().size(), 2u);
+  EXPECT_FALSE(contains(first_result.all_output() + second_result.all_output(), k_key));
+}
