@@ -211,7 +211,7 @@ void keep_descriptors_from_child(const std::vector<int>& inherited) {
 }
 
 int run_child_command(const std::vector<std::string>& argv, const std::vector<std::string>& environment,
-                      const ChildSignals& signals) {
+                      const ChildSignals& signals, const std::function<void()>& every_second) {
   const std::string& name = argv.front();
   pid_t child = start_command(argv, environment, signals);
   if (child == -ENOENT || child == -ENOTDIR) {
@@ -227,9 +227,14 @@ int run_child_command(const std::vector<std::string>& argv, const std::vector<st
   // keyshim outlives its child: every signal it forwards is blocked, and
   // taken here one at a time until the child has exited.
   sigset_t set = waited_signals();
+  const timespec second{1, 0};
   while (true) {
     siginfo_t info{};
-    int sig = sigwaitinfo(&set, &info);
+    int sig = every_second ? sigtimedwait(&set, &info, &second) : sigwaitinfo(&set, &info);
+    if (sig < 0 && errno == EAGAIN) {
+      every_second();
+      continue;
+    }
     if (sig < 0) {
       continue; // EINTR
     }

@@ -5,6 +5,7 @@
 // killed by signal N).
 #include <signal.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,9 @@ void keep_descriptors_from_child(const std::vector<int>& inherited);
 // keyshim itself, so the shell sees its job stop. On Linux the child is
 // killed if keyshim dies without forwarding (SIGKILL, a crash). Prints
 // "keyshim: NAME: not found" and the like when it cannot be started. Needs
-// block_child_signals() first.
+// block_child_signals() first. `every_second`, when set, is called about
+// once a second while the command runs, on this thread.
 int run_child_command(const std::vector<std::string>& argv, const std::vector<std::string>& environment,
-                      const ChildSignals& signals);
+                      const ChildSignals& signals, const std::function<void()>& every_second = {});
 
 } // namespace keyshim::cli

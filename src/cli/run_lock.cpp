@@ -37,8 +37,16 @@ std::string lock_directory(std::string& problem) {
 }
 
 // "127.0.0.1:8787" -> "run-127.0.0.1-8787.lock", "[::1]:8787" -> "run-::1-8787.lock".
-std::string lock_name(const config::ListenAddress& listen) {
-  return fmt::format("run-{}-{}.lock", listen.host, listen.port);
+std::string lock_name(const config::ListenAddress& listen, const char* suffix) {
+  return fmt::format("run-{}-{}.{}", listen.host, listen.port, suffix);
+}
+
+int open_lock(const std::string& path, std::string& problem) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    problem = fmt::format("cannot open {}: {}", path, std::strerror(errno));
+  }
+  return fd;
 }
 
 // Takes the pending stopping signal, if there is one.
@@ -66,27 +74,50 @@ std::optional<RunLock> RunLock::attach(const config::ListenAddress& listen, std:
   if (dir.empty()) {
     return std::nullopt;
   }
-  std::string path = dir + "/" + lock_name(listen);
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) {
-    problem = fmt::format("cannot open {}: {}", path, std::strerror(errno));
+  int fd = open_lock(dir + "/" + lock_name(listen, "lock"), problem);
+  int owner_fd = fd < 0 ? -1 : open_lock(dir + "/" + lock_name(listen, "owner"), problem);
+  if (owner_fd < 0) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
     return std::nullopt;
   }
-  RunLock lock(fd);
+  RunLock lock(fd, owner_fd);
   if (!lock.take(LOCK_SH, [] {})) {
     return std::nullopt;
   }
   return lock;
 }
 
-RunLock::RunLock(RunLock&& other) noexcept : m_fd(other.m_fd) {
+RunLock::RunLock(RunLock&& other) noexcept : m_fd(other.m_fd), m_owner_fd(other.m_owner_fd) {
   other.m_fd = -1;
+  other.m_owner_fd = -1;
 }
 
 RunLock::~RunLock() {
+  // Closing releases the locks.
   if (m_fd >= 0) {
-    ::close(m_fd); // releases the lock
+    ::close(m_fd);
   }
+  if (m_owner_fd >= 0) {
+    ::close(m_owner_fd);
+  }
+}
+
+bool RunLock::take_ownership() {
+  return ::flock(m_owner_fd, LOCK_EX | LOCK_NB) == 0;
+}
+
+void RunLock::give_up_ownership() {
+  ::flock(m_owner_fd, LOCK_UN);
+}
+
+bool RunLock::owned_by_another_run() {
+  if (!take_ownership()) {
+    return true;
+  }
+  give_up_ownership();
+  return false;
 }
 
 bool RunLock::wait_until_alone(const std::function<void()>& on_wait) {

@@ -38,13 +38,21 @@ public:
   // False when one of the stopping signals came first (stop serving now).
   bool wait_until_alone(const std::function<void()>& on_wait);
 
+  // The owner file: take it (without waiting; true when this run holds it),
+  // let it go, and whether another run holds it now (asked only by a run
+  // that does not hold it: asking lets go of it).
+  bool take_ownership();
+  void give_up_ownership();
+  bool owned_by_another_run();
+
 private:
-  explicit RunLock(int fd) : m_fd(fd) {}
+  RunLock(int fd, int owner_fd) : m_fd(fd), m_owner_fd(owner_fd) {}
   // flock(`operation` | LOCK_NB) until it succeeds or a stopping signal
   // comes; `on_wait` is called before the first wait.
   bool take(int operation, const std::function<void()>& on_wait);
 
   int m_fd = -1;
+  int m_owner_fd = -1;
 };
 
 } // namespace keyshim::cli

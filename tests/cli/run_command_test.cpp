@@ -330,3 +330,28 @@ TEST_F(RunCommand, KeyshimStartedByOneRunServesAnotherAfterTheFirstCommandExits)
   EXPECT_EQ(m_upstream.seen().size(), 2u);
   EXPECT_FALSE(contains(first_result.all_output() + second_result.all_output(), k_key));
 }
+
+// The run that started the keyshim is killed while another run uses it:
+// that run notices within a second and serves the address itself.
+TEST_F(RunCommand, RunUsingAKeyshimWhoseRunWasKilledServesTheAddressItself) {
+  std::string second_go = fifo_in(m_dir, "second-go");
+  ChildProcess first = ChildProcess::start(run_argv({"sh", "-c", "echo started; exec sleep 60"}), options());
+  ASSERT_TRUE(first.wait_for_stdout("started")) << first.err();
+  ChildProcess second =
+      ChildProcess::start(run_argv({"sh", "-c",
+                                    std::string(k_call_through) + "; echo; echo attached; read line < " +
+                                        second_go + "; " + k_call_through + "; echo; echo second-done"}),
+                          options());
+  ASSERT_TRUE(second.wait_for_stdout("attached")) << second.err();
+
+  first.send_signal(SIGKILL);
+  first.wait();
+  ASSERT_TRUE(second.wait_for_stderr("that another `keyshim run` started is gone: serving it from this run"))
+      << second.err();
+  release(second_go);
+  RunResult result = second.wait();
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(count(result.out, R"({"ok":true})"), 2u) << result.out;
+  EXPECT_TRUE(port_is_free(m_port));
+  EXPECT_FALSE(contains(result.all_output(), k_key));
+}
