@@ -3,6 +3,7 @@
 // confirmation comes from /status: every successful load bumps its
 // "generation"; a rejected file leaves it where it was.
 #include "cli/commands.hpp"
+#include "cli/run_lock.hpp"
 #include "cli/status_table.hpp"
 #include "config/loader.hpp"
 #include "util/listener_owner.hpp"
@@ -120,8 +121,15 @@ int run_reload(const std::string& path) {
   long long pid = json_integer(*before.json, "pid");
   long long generation = json_integer(*before.json, "generation", -1);
 
-  // 3. Signal it, once /proc shows it is ours.
+  // 3. Signal it, once /proc shows it is ours, and unless `keyshim run`
+  //    serves the address: it passes SIGHUP on to its command.
   require_trusted_pid(pid, instance.listen);
+  if (RunLock::run_serves(instance.listen)) {
+    throw std::runtime_error(fmt::format(
+        "the keyshim on {} (pid {}) was started by `keyshim run`, which passes SIGHUP on to its command: "
+        "not signalling it. It reads the pool file again when the runs using it have exited",
+        where, pid));
+  }
   send_sighup(pid, where);
 
   // 4. Wait, boundedly, for /status to show a new generation.

@@ -89,6 +89,18 @@ std::optional<RunLock> RunLock::attach(const config::ListenAddress& listen, std:
   return lock;
 }
 
+bool RunLock::run_serves(const config::ListenAddress& listen) {
+  std::string problem;
+  std::string dir = lock_directory(problem);
+  int fd = dir.empty() ? -1 : ::open((dir + "/" + lock_name(listen, "owner")).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return false;
+  }
+  bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  return held;
+}
+
 RunLock::RunLock(RunLock&& other) noexcept : m_fd(other.m_fd), m_owner_fd(other.m_owner_fd) {
   other.m_fd = -1;
   other.m_owner_fd = -1;

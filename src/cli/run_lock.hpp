@@ -27,6 +27,10 @@ public:
   // SIGHUP or SIGQUIT (blocked by the caller) came while waiting.
   static std::optional<RunLock> attach(const config::ListenAddress& listen, std::string& problem);
 
+  // Whether a `keyshim run` serves `listen` now (holds its owner file).
+  // Such a run passes SIGHUP on to its command rather than reloading.
+  static bool run_serves(const config::ListenAddress& listen);
+
   RunLock(RunLock&& other) noexcept;
   RunLock& operator=(RunLock&&) = delete;
   RunLock(const RunLock&) = delete;

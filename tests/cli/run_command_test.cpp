@@ -355,3 +355,20 @@ TEST_F(RunCommand, RunUsingAKeyshimWhoseRunWasKilledServesTheAddressItself) {
   EXPECT_TRUE(port_is_free(m_port));
   EXPECT_FALSE(contains(result.all_output(), k_key));
 }
+
+// `keyshim run` passes SIGHUP on to its command: `keyshim reload` must not
+// send it one meaning a reload.
+TEST_F(RunCommand, ReloadLeavesAKeyshimStartedByRunAlone) {
+  std::string go = fifo_in(m_dir, "go");
+  ChildProcess child = ChildProcess::start(
+      run_argv({"sh", "-c", "trap 'echo got-HUP' HUP; echo started; read line < " + go + "; echo done"}),
+      options());
+  ASSERT_TRUE(child.wait_for_stdout("started")) << child.err();
+  RunResult reload = keyshim::test::run_binary({KEYSHIM_BINARY, "reload", "-c", m_path}, options());
+  EXPECT_EQ(reload.exit_code, 1);
+  EXPECT_TRUE(contains(reload.err, "was started by `keyshim run`")) << reload.err;
+  release(go);
+  RunResult r = child.wait();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(contains(r.out, "got-HUP")) << r.out;
+}

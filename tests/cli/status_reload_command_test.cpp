@@ -80,7 +80,9 @@ protected:
   // The child never reads the developer's own pool file or colour settings.
   RunOptions child_options() const {
     RunOptions options;
-    options.env = {{"KEYSHIM_CONFIG", m_dir.path() + "/absent.toml"}, {"HOME", m_dir.path()}};
+    options.env = {{"KEYSHIM_CONFIG", m_dir.path() + "/absent.toml"},
+                   {"HOME", m_dir.path()},
+                   {"XDG_RUNTIME_DIR", m_dir.path()}};
     options.unset_env = {"NO_COLOR", "XDG_CONFIG_HOME"};
     return options;
   }
