@@ -127,7 +127,7 @@ int run_reload(const std::string& path) {
   if (RunLock::run_serves(instance.listen)) {
     throw std::runtime_error(fmt::format(
         "the keyshim on {} (pid {}) was started by `keyshim run`, which passes SIGHUP on to its command: "
-        "not signalling it. It reads the pool file again when the runs using it have exited",
+        "not signalling it. The next `keyshim run` after the runs using it have exited reads the file again",
         where, pid));
   }
   send_sighup(pid, where);

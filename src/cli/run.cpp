@@ -1,7 +1,8 @@
 // keyshim run -- COMMAND...: runs COMMAND with the variables `keyshim env`
 // prints, like `op run` and `aws-vault exec`, so `keyshim run -- claude`
 // just works. It uses the keyshim answering on the pool file's address, or
-// starts one in-process for the command's lifetime and drains it afterwards.
+// starts one in-process and drains it once its command and every other run
+// using it have exited (run_lock.hpp).
 #include "cli/child_command.hpp"
 #include "cli/commands.hpp"
 #include "cli/gemini_home.hpp"
@@ -240,8 +241,9 @@ int run_run(const RunFlags& flags) {
 Subcommand add_run(CLI::App& parent) {
   auto flags = std::make_shared<RunFlags>();
   CLI::App* app = parent.add_subcommand(
-      "run", "run COMMAND with the variables `keyshim env` prints, starting keyshim for its lifetime when "
-             "none answers; exits with COMMAND's exit code (127 not found, 126 not executable)");
+      "run",
+      "run COMMAND with the variables `keyshim env` prints, starting keyshim when none answers and "
+      "keeping it while any run uses it; exits with COMMAND's exit code (127 not found, 126 not executable)");
   add_config_option(*app, flags->config);
   app->add_flag("-v,--verbose", flags->verbose, "log keyshim's requests to stderr (default: warnings only)");
   app->add_option("command", flags->command, "the command and its arguments, after --")->required();
