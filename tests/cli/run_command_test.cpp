@@ -373,3 +373,30 @@ TEST_F(RunCommand, ReloadLeavesAKeyshimStartedByRunAlone) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(contains(r.out, "got-HUP")) << r.out;
 }
+
+// Ctrl-C stops a run that serves others after its command exited; a run
+// still using its keyshim then serves the address itself.
+TEST_F(RunCommand, InterruptedOwnerHandsTheAddressToARunStillUsingIt) {
+  std::string first_go = fifo_in(m_dir, "first-go");
+  std::string second_go = fifo_in(m_dir, "second-go");
+  ChildProcess first =
+      ChildProcess::start(run_argv({"sh", "-c", "echo started; read line < " + first_go}), options());
+  ASSERT_TRUE(first.wait_for_stdout("started")) << first.err();
+  ChildProcess second =
+      ChildProcess::start(run_argv({"sh", "-c",
+                                    std::string(k_call_through) + "; echo; echo attached; read line < " +
+                                        second_go + "; " + k_call_through + "; echo; echo second-done"}),
+                          options());
+  ASSERT_TRUE(second.wait_for_stdout("attached")) << second.err();
+  release(first_go);
+  ASSERT_TRUE(first.wait_for_stderr("until the other `keyshim run` using it exit")) << first.err();
+
+  first.send_signal(SIGINT);
+  RunResult first_result = first.wait();
+  EXPECT_EQ(first_result.exit_code, 0) << first_result.err;
+  ASSERT_TRUE(second.wait_for_stderr("is gone: serving it from this run")) << second.err();
+  release(second_go);
+  RunResult result = second.wait();
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(count(result.out, R"({"ok":true})"), 2u) << result.out;
+}
