@@ -146,6 +146,7 @@ void take_over_if_orphaned(Session& session) {
     util::log_warn("the keyshim on {} that another `keyshim run` started is gone, and this run cannot "
                    "serve it: {}",
                    session.config.server.listen.text(), error.what());
+    session.lock->give_up_ownership(); // another run may manage
     session.role = Role::guest;
   }
 }
