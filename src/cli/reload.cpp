@@ -3,12 +3,15 @@
 // confirmation comes from /status: every successful load bumps its
 // "generation"; a rejected file leaves it where it was.
 #include "cli/commands.hpp"
+#include "cli/run_lock.hpp"
 #include "cli/status_table.hpp"
 #include "config/loader.hpp"
+#include "util/listener_owner.hpp"
 
 #include <fmt/format.h>
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -65,21 +68,35 @@ void require_same_file(const std::string& ours, const std::string& theirs, const
                   ours, where, theirs, theirs, ours));
 }
 
-void send_sighup(long long pid, const std::string& where) {
-  // pid 0 or 1 would signal a process group or init: never what /status meant.
-  if (pid <= 1) {
-    throw std::runtime_error(fmt::format("{} reported pid {} in /status: refusing to signal it", where, pid));
+// Whatever answers /status on a loopback port may be another user's server,
+// and the pid it reports is a number it chose: signal only a process that is
+// keyshim, runs as this user and holds the socket listening on the address
+// (read from /proc). Without /proc there is no such check, and no signal.
+void require_trusted_pid(long long pid, const config::ListenAddress& listen) {
+  const std::string where = listen.text();
+#ifdef __linux__
+  std::string mismatch = util::check_listener_owner({pid, listen.host, listen.port, ::getuid()});
+  if (mismatch.empty()) {
+    return;
   }
+  throw std::runtime_error(
+      fmt::format("{} reported pid {} in /status, but {}; not signalling it", where, pid, mismatch));
+#else
+  throw std::runtime_error(fmt::format(
+      "{} reported pid {} in /status, and this system has no /proc to check that pid {} is your keyshim "
+      "holding {}; not signalling it. Check it yourself (`lsof -nP -iTCP:{} -sTCP:LISTEN`), then run "
+      "`kill -HUP {}`",
+      where, pid, pid, where, listen.port, pid));
+#endif
+}
+
+void send_sighup(long long pid, const std::string& where) {
   if (::kill(static_cast<pid_t>(pid), SIGHUP) == 0) {
     return;
   }
   int error = errno;
-  std::string hint = error == EPERM   ? "it runs as another user: run reload as that user"
-                     : error == ESRCH ? "no such process here: is keyshim running in a container or "
-                                        "another PID namespace? restart it there instead"
-                                      : std::strerror(error);
   throw std::runtime_error(
-      fmt::format("cannot send SIGHUP to the keyshim on {} (pid {}): {}", where, pid, hint));
+      fmt::format("cannot send SIGHUP to the keyshim on {} (pid {}): {}", where, pid, std::strerror(error)));
 }
 
 int run_reload(const std::string& path) {
@@ -104,7 +121,15 @@ int run_reload(const std::string& path) {
   long long pid = json_integer(*before.json, "pid");
   long long generation = json_integer(*before.json, "generation", -1);
 
-  // 3. Signal it.
+  // 3. Signal it, once /proc shows it is ours, and unless `keyshim run`
+  //    serves the address: it passes SIGHUP on to its command.
+  require_trusted_pid(pid, instance.listen);
+  if (RunLock::run_serves(instance.listen)) {
+    throw std::runtime_error(fmt::format(
+        "the keyshim on {} (pid {}) was started by `keyshim run`, which passes SIGHUP on to its command: "
+        "not signalling it. The next `keyshim run` after the runs using it have exited reads the file again",
+        where, pid));
+  }
   send_sighup(pid, where);
 
   // 4. Wait, boundedly, for /status to show a new generation.

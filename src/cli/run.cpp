@@ -1,29 +1,31 @@
 // keyshim run -- COMMAND...: runs COMMAND with the variables `keyshim env`
 // prints, like `op run` and `aws-vault exec`, so `keyshim run -- claude`
 // just works. It uses the keyshim answering on the pool file's address, or
-// starts one in-process for the command's lifetime and drains it afterwards.
+// starts one in-process and drains it once its command and every other run
+// using it have exited (run_lock.hpp).
 #include "cli/child_command.hpp"
 #include "cli/commands.hpp"
 #include "cli/gemini_home.hpp"
+#include "cli/run_instance.hpp"
+#include "cli/run_lock.hpp"
 #include "cli/status_table.hpp"
 #include "cli/tool_arguments.hpp"
 #include "cli/tool_variables.hpp"
 #include "config/loader.hpp"
-#include "server/shim_server.hpp"
 #include "util/log.hpp"
-#include "util/process_memory.hpp"
 
 #include <fmt/format.h>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <future>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 extern char** environ;
@@ -87,76 +89,104 @@ std::unique_ptr<GeminiHome> private_gemini_home(const std::vector<std::string>& 
   return made;
 }
 
-int run_with(const RunFlags& flags, const config::Config& config, const std::string& listen,
-             const sigset_t& child_mask) {
-  std::vector<ToolVariable> variables = tool_variables(&config, listen);
-  std::vector<std::string> argv = with_tool_arguments(flags.command, tool_arguments(variables));
+// Which keyshim this run's command uses, and this run's part in it.
+enum class Role {
+  guest,    // one that answered and that no run owns (`keyshim serve`)
+  watching, // one another run serves: take over if that run goes
+  owner,    // this run's own, serving until every run using it is done
+};
+
+struct Session {
+  const RunFlags& flags;
+  const config::Config& config;
+  const std::string& path;
+  RunLock* lock; // null when the lock files cannot be used
+  Role role = Role::guest;
+  RunInstance own;
+};
+
+// Serve the address from this run: true when it does, false when another
+// keyshim answers there by now (the command then uses that one).
+bool serve_here(Session& session) {
+  // Taking ownership fails only if another run is starting a keyshim at this
+  // very moment; the bind below decides which of the two serves.
+  if (session.lock != nullptr) {
+    session.lock->take_ownership();
+  }
+  std::string error;
+  if (session.own.start(session.path, error)) {
+    session.role = Role::owner;
+    util::log_info("keyshim listening on http://{} for {} (pool file {})", session.own.listen(),
+                   session.flags.command.front(), session.path);
+    return true;
+  }
+  if (session.lock != nullptr) {
+    session.lock->give_up_ownership();
+  }
+  if (fetch_status(instance_of(session.config)).ok()) {
+    return false;
+  }
+  throw std::runtime_error(error);
+}
+
+// Called every second while using a keyshim another run serves: if that
+// run is gone (killed, or stopped early), serve the address from here.
+void take_over_if_orphaned(Session& session) {
+  if (session.role != Role::watching || !session.lock->take_ownership()) {
+    return;
+  }
+  try {
+    if (!serve_here(session)) {
+      session.role = Role::guest; // a keyshim no run owns answers there now
+      return;
+    }
+    util::log_warn("the keyshim on {} that another `keyshim run` started is gone: serving it from this run",
+                   session.own.listen());
+  } catch (const std::exception& error) {
+    util::log_warn("the keyshim on {} that another `keyshim run` started is gone, and this run cannot "
+                   "serve it: {}",
+                   session.config.server.listen.text(), error.what());
+    session.lock->give_up_ownership(); // another run may manage
+    session.role = Role::guest;
+  }
+}
+
+int run_command(Session& session, const ChildSignals& signals) {
+  std::string listen =
+      session.role == Role::owner ? session.own.listen() : session.config.server.listen.text();
+  std::vector<ToolVariable> variables = tool_variables(&session.config, listen);
+  std::vector<std::string> argv = with_tool_arguments(session.flags.command, tool_arguments(variables));
   std::unique_ptr<GeminiHome> gemini_home = private_gemini_home(argv, variables);
   if (gemini_home) {
     variables.push_back({"GEMINI_CLI_HOME", gemini_home->path()});
   }
-  return run_child_command(argv, child_environment(config, variables), child_mask);
+  std::function<void()> watch;
+  if (session.role == Role::watching) {
+    watch = [&session] { take_over_if_orphaned(session); };
+  }
+  return run_child_command(argv, child_environment(session.config, variables), signals, watch);
 }
 
-// The command's own keyshim: started on the file's address, serving on a
-// thread while the command runs, then drained like `serve` on SIGTERM.
-int run_with_own_keyshim(const RunFlags& flags, const config::Config& config, const std::string& path,
-                         const sigset_t& child_mask) {
-  // 1. Quiet unless asked: the command owns the terminal.
-  util::Logger::instance().set_level(flags.verbose ? util::LogLevel::info : util::LogLevel::warn);
-  if (std::string problem = util::protect_process_memory(); !problem.empty()) {
-    util::log_warn("keys in memory are less protected: {}", problem);
+// After the command: a keyshim this run serves keeps serving while other
+// runs use it, then drains like `serve` on SIGTERM.
+void stop_serving(Session& session) {
+  if (session.role != Role::owner) {
+    return;
   }
-
-  // 2. Load the pool, key_cmd and all. Unlike serve, an unusable file is an
-  //    error: a keyshim that answers only 503s would help no command.
-  std::vector<int> inherited = open_descriptors();
-  server::ServeOptions options;
-  options.config_path = path;
-  auto shim = std::make_unique<server::ShimServer>(options);
-  shim->load();
-  if (!shim->state()->config) {
-    throw std::runtime_error(shim->state()->problem);
+  if (session.lock != nullptr) {
+    session.lock->wait_until_alone([&session] {
+      fmt::print(stderr,
+                 "keyshim: {} exited; serving on {} until the other `keyshim run` using it exit (Ctrl-C "
+                 "stops it now)\n",
+                 session.flags.command.front(), session.own.listen());
+    });
   }
-  std::string error;
-  if (!shim->bind(error)) {
-    // Another `keyshim run` may have started one in the meantime.
-    if (fetch_status(instance_of(config)).ok()) {
-      shim.reset();
-      return run_with(flags, config, config.server.listen.text(), child_mask);
-    }
-    throw std::runtime_error(error);
-  }
-  const std::string listen = shim->listen_address().text();
-  util::log_info("keyshim listening on http://{} for {} (pool file {})", listen, flags.command.front(), path);
-  keep_descriptors_from_child(inherited);
-
-  // 3. Serve while the command runs.
-  std::promise<void> served;
-  std::future<void> drained = served.get_future();
-  std::thread serving([&shim, &served] {
-    shim->serve();
-    served.set_value();
-  });
-  int code = run_with(flags, config, listen, child_mask);
-
-  // 4. Drain: what the command left in flight gets drain_timeout, then is cut.
-  shim->begin_shutdown();
-  if (drained.wait_for(shim->drain_timeout()) == std::future_status::timeout) {
-    util::log_warn("drain timeout reached: cutting {} in-flight requests", shim->in_flight());
-    shim->abort_in_flight();
-  }
-  serving.join();
-  return code;
+  session.own.stop();
 }
 
-int run_run(const RunFlags& flags) {
-  // 1. Signals first, before any thread: keyshim must outlive the command.
-  sigset_t child_mask = block_child_signals();
-
-  // 2. The pool file without its secrets: asking whether a keyshim answers
-  //    must not run key_cmd.
-  std::string path = resolve_config_path(flags.config);
+// The pool file without its secrets: asking whether a keyshim answers
+// must not run key_cmd.
+config::LoadResult load_without_secrets(const std::string& path) {
   config::LoadResult loaded = config::load_pool_file(path, config::SecretResolution::skip);
   if (!loaded.ok()) {
     std::size_t more = loaded.problems.size() - 1;
@@ -164,19 +194,47 @@ int run_run(const RunFlags& flags) {
                                          more == 0 ? std::string() : fmt::format(" (and {} more)", more),
                                          path));
   }
-  const config::Config& config = *loaded.config;
+  return loaded;
+}
+
+int run_run(const RunFlags& flags) {
+  // 1. Signals first, before any thread: keyshim must outlive the command.
+  //    Quiet unless asked: the command owns the terminal.
+  ChildSignals signals = block_child_signals();
+  util::Logger::instance().set_level(flags.verbose ? util::LogLevel::info : util::LogLevel::warn);
+  std::string path = resolve_config_path(flags.config);
+  config::LoadResult loaded = load_without_secrets(path);
+
+  // 2. Every run on this address holds the run lock while it runs (see
+  //    run_lock.hpp), so that a keyshim one of them started lives as long as
+  //    any of them.
+  std::string problem;
+  std::optional<RunLock> lock = RunLock::attach(loaded.config->server.listen, problem);
+  if (!lock && problem.empty()) {
+    return 128 + SIGINT; // interrupted while a keyshim another run started drained
+  }
+  if (!lock) {
+    util::log_warn("{}: a keyshim this run starts stops when its command exits, even while another "
+                   "`keyshim run` uses it",
+                   problem);
+  }
+  Session session{flags, *loaded.config, path, lock ? &*lock : nullptr, Role::guest, {}};
 
   // 3. A keyshim already answering on the file's address serves the command.
   //    Nothing answering means we start one; anything else answering is an
   //    error, with fetch_status's explanation.
-  StatusAnswer answer = fetch_status(instance_of(config));
-  if (answer.ok()) {
-    return run_with(flags, config, config.server.listen.text(), child_mask);
-  }
-  if (!answer.refused) {
+  StatusAnswer answer = fetch_status(instance_of(session.config));
+  if (!answer.ok() && !answer.refused) {
     throw std::runtime_error(fmt::format("cannot run {}: {}", flags.command.front(), answer.error));
   }
-  return run_with_own_keyshim(flags, config, path, child_mask);
+  if (answer.ok() || !serve_here(session)) {
+    session.role = lock && lock->owned_by_another_run() ? Role::watching : Role::guest;
+  }
+
+  // 4. Run the command, then stop what this run serves.
+  int code = run_command(session, signals);
+  stop_serving(session);
+  return code;
 }
 
 } // namespace
@@ -184,8 +242,9 @@ int run_run(const RunFlags& flags) {
 Subcommand add_run(CLI::App& parent) {
   auto flags = std::make_shared<RunFlags>();
   CLI::App* app = parent.add_subcommand(
-      "run", "run COMMAND with the variables `keyshim env` prints, starting keyshim for its lifetime when "
-             "none answers; exits with COMMAND's exit code (127 not found, 126 not executable)");
+      "run",
+      "run COMMAND with the variables `keyshim env` prints, starting keyshim when none answers and "
+      "keeping it while any run uses it; exits with COMMAND's exit code (127 not found, 126 not executable)");
   add_config_option(*app, flags->config);
   app->add_flag("-v,--verbose", flags->verbose, "log keyshim's requests to stderr (default: warnings only)");
   app->add_option("command", flags->command, "the command and its arguments, after --")->required();

@@ -1,130 +1,16 @@
 // `keyshim run -- COMMAND` as a black box: the command is a small shell
 // script (the fake tool) that prints its environment or calls through
 // keyshim with curl to a scripted fake upstream.
-#include "support/http_fake_upstream.hpp"
-#include "support/http_raw_client.hpp"
-#include "support/run_binary.hpp"
-#include "support/temp_dir.hpp"
+#include "run_fixture.hpp"
 
-#include <gtest/gtest.h>
-#include <httplib.h>
-
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <chrono>
-#include <optional>
 #include <string>
-#include <thread>
-#include <vector>
 
+using namespace keyshim::test::run;
 using keyshim::test::ChildProcess;
-using keyshim::test::FakeUpstream;
 using keyshim::test::RunOptions;
 using keyshim::test::RunResult;
-using keyshim::test::TempDir;
-
-namespace {
-
-using namespace std::chrono_literals;
-
-constexpr const char* k_key = "sk-run-test-key-0123456789";
-constexpr const char* k_key_variable = "KEYSHIM_RUN_TEST_KEY";
-
-// The fake tool's call through keyshim, as the OpenAI SDKs make it: the
-// base URL and key from the environment. Prints the body it got.
-constexpr const char* k_call_through =
-    "curl -sS --noproxy '*' -H \"Authorization: Bearer $OPENAI_API_KEY\" \"$OPENAI_BASE_URL/models\"";
-
-bool contains(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
-
-// True when a listener could take `port` now: nothing listens there.
-bool port_is_free(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<std::uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bool free = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 && listen(fd, 1) == 0;
-  close(fd);
-  return free;
-}
-
-class RunCommand : public ::testing::Test {
-protected:
-  void SetUp() override {
-    m_port = keyshim::test::unused_loopback_port();
-    ASSERT_GT(m_port, 0);
-    write_pool(m_port);
-  }
-
-  // The pool's key comes from the environment, so the command inherits a
-  // variable holding it unless keyshim run removes it.
-  void write_pool(int listen_port) {
-    m_path = m_dir.write("keys.toml", "[server]\nlisten = \"127.0.0.1:" + std::to_string(listen_port) +
-                                          "\"\ndrain_timeout = \"2s\"\n\n[upstream]\nbase_url = \"" +
-                                          m_upstream.base_url() +
-                                          "\"\nconnect_timeout = \"2s\"\n\n[[keys]]\nlabel = \"only\"\n"
-                                          "key_env = \"" +
-                                          k_key_variable + "\"\n");
-  }
-
-  // Never the developer's own pool file or proxies.
-  RunOptions options() const {
-    RunOptions options;
-    options.env = {{"HOME", m_dir.path()}, {k_key_variable, k_key}};
-    options.unset_env = {"KEYSHIM_CONFIG", "XDG_CONFIG_HOME", "http_proxy", "HTTP_PROXY",
-                         "https_proxy",    "HTTPS_PROXY",     "all_proxy",  "ALL_PROXY"};
-    options.timeout = 30s;
-    return options;
-  }
-
-  std::vector<std::string> run_argv(const std::vector<std::string>& command,
-                                    const std::vector<std::string>& flags = {}) const {
-    std::vector<std::string> argv = {KEYSHIM_BINARY, "run", "-c", m_path};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    argv.push_back("--");
-    argv.insert(argv.end(), command.begin(), command.end());
-    return argv;
-  }
-
-  RunResult run(const std::vector<std::string>& command) const {
-    return keyshim::test::run_binary(run_argv(command), options());
-  }
-
-  bool wait_until_ready() const {
-    httplib::Client client("127.0.0.1", m_port);
-    client.set_connection_timeout(0, 200'000);
-    for (int attempt = 0; attempt < 200; ++attempt) {
-      if (client.Get("/health")) {
-        return true;
-      }
-      std::this_thread::sleep_for(25ms);
-    }
-    return false;
-  }
-
-  void expect_one_request_with_the_pool_key() const {
-    ASSERT_TRUE(m_upstream.wait_for_requests(1, 5s));
-    std::vector<keyshim::test::SeenRequest> seen = m_upstream.seen();
-    ASSERT_EQ(seen.size(), 1u);
-    EXPECT_EQ(seen[0].target, "/v1/models");
-    EXPECT_EQ(seen[0].header("Authorization"), std::string("Bearer ") + k_key);
-  }
-
-  FakeUpstream m_upstream;
-  TempDir m_dir;
-  int m_port = 0;
-  std::string m_path;
-};
-
-} // namespace
 
 TEST_F(RunCommand, StartsKeyshimForTheCommandAndStopsItAfterwards) {
   ASSERT_TRUE(port_is_free(m_port));
@@ -223,3 +109,51 @@ TEST_F(RunCommand, AddressTakenBySomethingElseFailsWithoutRunningTheCommand) {
       contains(r.err, "keyshim: error: cannot run sh: 127.0.0.1:" + std::to_string(m_upstream.port())))
       << r.err;
 }
+
+// issue 19: SIGUSR1, SIGUSR2 and SIGALRM killed `run` itself and left the
+// command running, orphaned. Each is sent only after the command said it
+// got the one before. (A signal that reaches sh just before its `wait`
+// starts is handled when that wait ends: hence a short sleep to wait on.)
+TEST_F(RunCommand, UserSignalsAndAlarmReachTheCommandAndRunExitsWithItsCode) {
+  ChildProcess child = ChildProcess::start(
+      run_argv({"sh", "-c",
+                "trap 'echo got-USR1' USR1; trap 'echo got-USR2' USR2; trap 'echo got-ALRM; done=1' ALRM; "
+                "done=0; echo ready; while [ $done = 0 ]; do sleep 1 & p=$!; wait $p; kill $p 2>/dev/null; "
+                "done; exit 5"}),
+      options());
+  ASSERT_TRUE(child.wait_for_stdout("ready")) << child.err();
+  child.send_signal(SIGUSR1);
+  ASSERT_TRUE(child.wait_for_stdout("got-USR1")) << child.err();
+  child.send_signal(SIGUSR2);
+  ASSERT_TRUE(child.wait_for_stdout("got-USR2")) << child.err();
+  child.send_signal(SIGALRM);
+  RunResult r = child.wait();
+  EXPECT_EQ(r.exit_code, 5) << r.err;
+  EXPECT_TRUE(contains(r.out, "got-ALRM")) << r.out;
+  EXPECT_TRUE(port_is_free(m_port));
+}
+
+// A signal keyshim was started with ignored (nohup, `trap '' HUP`) stays
+// ignored for the command, as a shell leaves it.
+TEST_F(RunCommand, SignalIgnoredAtStartStaysIgnoredForTheCommand) {
+  std::string command = std::string("trap '' HUP; exec ") + KEYSHIM_BINARY + " run -c " + m_path +
+                        " -- sh -c 'kill -HUP $$; echo survived'";
+  RunResult r = keyshim::test::run_binary({"sh", "-c", command}, options());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "survived")) << r.out;
+}
+
+#ifdef __linux__
+// SIGKILL cannot be forwarded: the command must not outlive keyshim anyway.
+TEST_F(RunCommand, CommandDiesWhenKeyshimIsKilled) {
+  std::string pid_file = m_dir.path() + "/command.pid";
+  ChildProcess child = ChildProcess::start(
+      run_argv({"sh", "-c", "echo $$ > " + pid_file + "; echo ready; exec sleep 60"}), options());
+  ASSERT_TRUE(child.wait_for_stdout("ready")) << child.err();
+  pid_t command = keyshim::test::pid_in(pid_file);
+  ASSERT_GT(command, 0);
+  child.send_signal(SIGKILL);
+  child.wait();
+  EXPECT_TRUE(keyshim::test::ends_soon(command));
+}
+#endif

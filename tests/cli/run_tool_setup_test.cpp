@@ -103,7 +103,8 @@ protected:
     Argv argv = {KEYSHIM_BINARY, "run", "-c", m_pool, "--"};
     argv.insert(argv.end(), command.begin(), command.end());
     RunOptions options;
-    options.env = {{"HOME", home()}, {"PATH", m_dir.path() + "/bin:/usr/bin:/bin"}};
+    options.env = {
+        {"HOME", home()}, {"XDG_RUNTIME_DIR", m_dir.path()}, {"PATH", m_dir.path() + "/bin:/usr/bin:/bin"}};
     options.unset_env = {"KEYSHIM_CONFIG", "XDG_CONFIG_HOME", "GEMINI_CLI_HOME", "TMPDIR"};
     return keyshim::test::run_binary(argv, options);
   }

@@ -2,6 +2,7 @@
 // `keyshim serve` child process, which forwards to a scripted fake upstream.
 #include "support/http_fake_upstream.hpp"
 #include "support/http_raw_client.hpp"
+#include "support/process_probe.hpp"
 #include "support/run_binary.hpp"
 #include "support/temp_dir.hpp"
 #include "util/json.hpp"
@@ -19,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using keyshim::test::ChildProcess;
@@ -78,7 +80,9 @@ protected:
   // The child never reads the developer's own pool file or colour settings.
   RunOptions child_options() const {
     RunOptions options;
-    options.env = {{"KEYSHIM_CONFIG", m_dir.path() + "/absent.toml"}, {"HOME", m_dir.path()}};
+    options.env = {{"KEYSHIM_CONFIG", m_dir.path() + "/absent.toml"},
+                   {"HOME", m_dir.path()},
+                   {"XDG_RUNTIME_DIR", m_dir.path()}};
     options.unset_env = {"NO_COLOR", "XDG_CONFIG_HOME"};
     return options;
   }
@@ -130,6 +134,33 @@ protected:
   int m_port = 0;
   std::string m_path;
   std::optional<ChildProcess> m_serve;
+};
+
+// Not keyshim: a server on its own loopback port that answers /status with
+// keyshim's shape and whatever pid the test names, as a stranger's could.
+class FakeStatusServer {
+public:
+  explicit FakeStatusServer(long long pid) {
+    m_server.Get("/status", [pid](const httplib::Request&, httplib::Response& response) {
+      response.set_content(R"({"pools":[],"generation":0,"pid":)" + std::to_string(pid) + "}",
+                           "application/json");
+    });
+    m_port = m_server.bind_to_any_port("127.0.0.1");
+    m_thread = std::thread([this] { m_server.listen_after_bind(); });
+  }
+  ~FakeStatusServer() {
+    m_server.stop();
+    m_thread.join();
+  }
+  FakeStatusServer(const FakeStatusServer&) = delete;
+  FakeStatusServer& operator=(const FakeStatusServer&) = delete;
+
+  int port() const { return m_port; }
+
+private:
+  httplib::Server m_server;
+  int m_port = 0;
+  std::thread m_thread;
 };
 
 using StatusCommand = ServeFixture;
@@ -296,4 +327,43 @@ TEST_F(ReloadCommand, DeeplyNestedFileOnSighupIsRejectedAndTheInstanceKeepsServi
       << m_serve->err().substr(0, 2000);
   EXPECT_EQ(total_keys(), 2);
   EXPECT_EQ(forward_one_request(), 200);
+}
+
+// issue 19: a fake /status naming the pid of the user's own process made
+// reload kill it. The process named here is a `sleep`: it must live on.
+TEST_F(ReloadCommand, PidNamedByAServerThatIsNotKeyshimIsNotSignalled) {
+  ChildProcess victim = ChildProcess::start({"sleep", "60"});
+  FakeStatusServer fake(victim.pid());
+  std::string path = m_dir.write("fake.toml", pool(fake.port(), m_upstream.base_url(), two_keys()));
+  RunResult result = run({"reload", "-c", path});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("pid " + std::to_string(victim.pid()) + " is not keyshim (it runs "),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("not signalling it"), std::string::npos) << result.err;
+  EXPECT_TRUE(keyshim::test::is_running(victim.pid()));
+}
+
+// A real keyshim of the same user, but on another port: the fake does not
+// get to reload it. keyshim hides its descriptors from its own user (it is
+// not dumpable), so only a caller allowed to read them (root) sees the
+// mismatch; anyone else falls back on the socket owner's uid, which a
+// same-user fake passes.
+TEST_F(ReloadCommand, PidOfAKeyshimNotHoldingTheAddressIsNotSignalled) {
+  start();
+  if (access(("/proc/" + std::to_string(m_serve->pid()) + "/fd").c_str(), R_OK) != 0) {
+    GTEST_SKIP() << "this user cannot read a non-dumpable keyshim's descriptors";
+  }
+  long long generation = static_cast<long long>(status_json()->find("generation")->as_number());
+  FakeStatusServer fake(m_serve->pid());
+  std::string path = m_dir.write("fake.toml", pool(fake.port(), m_upstream.base_url(), two_keys()));
+  RunResult result = run({"reload", "-c", path});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("pid " + std::to_string(m_serve->pid()) +
+                            " does not hold the listening socket 127.0.0.1:" + std::to_string(fake.port()) +
+                            "; not signalling it"),
+            std::string::npos)
+      << result.err;
+  EXPECT_EQ(static_cast<long long>(status_json()->find("generation")->as_number()), generation);
+  EXPECT_EQ(m_serve->err().find("SIGHUP"), std::string::npos) << m_serve->err();
 }
