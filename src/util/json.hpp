@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -36,10 +37,12 @@ public:
   // Counts and other integers: non-negative ones exactly (make_unsigned),
   // negative ones as doubles (exact down to -2^53).
   template <std::integral T> static Json make_number(T value) {
-    if (value >= 0) {
-      return make_unsigned(static_cast<std::uint64_t>(value));
+    if constexpr (std::is_signed_v<T>) {
+      if (value < 0) {
+        return make_number(static_cast<double>(value));
+      }
     }
-    return make_number(static_cast<double>(value));
+    return make_unsigned(static_cast<std::uint64_t>(value));
   }
   static Json make_string(std::string value);
   static Json make_array(Array items = {});
