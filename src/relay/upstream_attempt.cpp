@@ -1,5 +1,7 @@
 #include "relay/upstream_attempt.hpp"
 
+#include "util/log.hpp"
+
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/read.hpp>
 
@@ -170,6 +172,8 @@ bool UpstreamAttempt::looks_stale(const ErrorCode& ec, bool writing) const {
 void UpstreamAttempt::fail(policy::TransportFailure failure, const std::string& detail, bool stale) {
   close();
   if (stale) {
+    util::log_debug("key {}: pooled connection was closed ({}): retrying on a fresh one, not an attempt",
+                    m_key.label, detail);
     ++m_generation;
     connect_fresh();
     return;

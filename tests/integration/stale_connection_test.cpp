@@ -65,6 +65,7 @@ TEST(StaleConnection, APooledConnectionClosedAtOnceIsRetriedFreeOnAFreshOne) {
   EXPECT_EQ(keys_seen(upstream), (std::vector<std::string>{test_key(0), test_key(0), test_key(0)}));
   EXPECT_EQ(upstream.connections(), 2u);
   EXPECT_EQ(attempts_of(shim, 0), 2u);
+  EXPECT_TRUE(logs.contains("key k0: pooled connection was closed")) << logs.text();
   EXPECT_TRUE(logs.wait_for("/v1/chat/completions 200 pool=default key=k0 attempts=1 chain=k0:200 "))
       << logs.text();
 }
@@ -86,6 +87,7 @@ TEST(StaleConnection, APooledConnectionThatHeldTheRequestThenResetIsACountedAtte
   // A reset is the key's failure: the same key once more (fresh), counted.
   EXPECT_EQ(keys_seen(upstream), (std::vector<std::string>{test_key(0), test_key(0), test_key(0)}));
   EXPECT_EQ(attempts_of(shim, 0), 3u);
+  EXPECT_FALSE(logs.contains("pooled connection was closed")) << logs.text();
   EXPECT_TRUE(logs.wait_for("/v1/chat/completions 200 pool=default key=k0 attempts=2 chain=k0:reset,k0:200"))
       << logs.text();
 }
