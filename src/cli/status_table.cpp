@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <vector>
 
 namespace keyshim::cli {
@@ -61,6 +63,9 @@ std::string string_or_dash(const util::Json& object, std::string_view name) {
 
 std::string integer_or_dash(const util::Json& object, std::string_view name) {
   const util::Json* value = object.find(name);
+  if (std::optional<std::uint64_t> exact = value ? value->as_unsigned() : std::nullopt) {
+    return std::to_string(*exact); // counters pass 2^53, and a long long
+  }
   return value && value->is_number() ? std::to_string(json_integer(object, name)) : "-";
 }
 
@@ -128,9 +133,8 @@ std::string failures_text(const util::Json& usage) {
   std::string out;
   if (const util::Json* failures = usage.find("failures"); failures && failures->is_object()) {
     for (const auto& [name, count] : failures->members()) {
-      if (count.is_number() && count.as_number() > 0) {
-        out +=
-            fmt::format("{}{} {}", out.empty() ? "" : ", ", printable(name), std::llround(count.as_number()));
+      if (std::optional<std::uint64_t> n = count.as_unsigned(); n && *n > 0) {
+        out += fmt::format("{}{} {}", out.empty() ? "" : ", ", printable(name), *n);
       }
     }
   }

@@ -1,6 +1,9 @@
 #include "policy/request_model.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cstdint>
 
 namespace keyshim::policy {
 namespace {
@@ -94,12 +97,42 @@ private:
   std::size_t m_at = 0;
 };
 
-std::optional<std::string> usable(std::string_view name) {
-  bool printable = std::all_of(name.begin(), name.end(), [](char c) { return c > 0x20 && c < 0x7f; });
-  if (name.empty() || name.size() > k_max_model_name || !printable) {
-    return std::nullopt;
+bool plain(char c) {
+  return c > 0x20 && c < 0x7f;
+}
+
+// 64-bit FNV-1a: stable across runs and builds, so a name keeps its identity
+// (and its metrics series) over restarts. Not a defence against anyone: the
+// client chooses the name and only cools its own requests' model.
+std::uint64_t fnv1a(std::string_view bytes) {
+  std::uint64_t hash = 0xcbf29ce484222325;
+  for (char c : bytes) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001b3;
   }
-  return std::string(name);
+  return hash;
+}
+
+// A name fit to show and to key health by is kept as it is. Any other
+// (empty, too long, spaces, control bytes, non-ASCII, JSON escapes) still
+// names *a* model, not "no model": one 429 for it must not cool the key for
+// every model. It gets a bounded identity of its own: its first characters
+// with anything but letters, digits and "-._:/@+" as '_', then '#' and a
+// hash of the whole raw name.
+std::string model_identity(std::string_view raw, bool escaped) {
+  bool usable = !escaped && !raw.empty() && raw.size() <= k_max_model_name &&
+                std::all_of(raw.begin(), raw.end(), plain);
+  if (usable) {
+    return std::string(raw);
+  }
+  constexpr std::string_view k_kept = "-._:/@+";
+  std::string id;
+  for (char c : raw.substr(0, k_model_identity_prefix)) {
+    bool kept = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                k_kept.find(c) != std::string_view::npos;
+    id += kept ? c : '_';
+  }
+  return fmt::format("{}#{:016x}", id, fnv1a(raw));
 }
 
 std::optional<std::string> model_in_body(std::string_view body) {
@@ -117,10 +150,10 @@ std::optional<std::string> model_in_body(std::string_view body) {
     if (key == "model" && !key_escaped) {
       std::string_view value;
       bool escaped = false;
-      if (!scan.string(value, escaped) || escaped) {
-        return std::nullopt; // not a string, or one with escapes: no model name has them
+      if (!scan.string(value, escaped)) {
+        return std::nullopt; // not a string
       }
-      return usable(value);
+      return model_identity(value, escaped); // escapes stay undecoded: no real model name has them
     }
     if (!scan.skip_value()) {
       return std::nullopt;
@@ -142,7 +175,7 @@ std::optional<std::string> model_in_path(std::string_view target) {
   if (end == std::string_view::npos) {
     return std::nullopt; // GET /v1/models/NAME describes a model; it does not use one
   }
-  return usable(rest.substr(0, end));
+  return model_identity(rest.substr(0, end), false);
 }
 
 } // namespace

@@ -1,5 +1,7 @@
 #include "pool/health_cell.hpp"
 
+#include "util/saturating.hpp"
+
 #include <ctime>
 
 namespace keyshim::pool {
@@ -123,7 +125,7 @@ Streaks HealthCell::streaks(const std::string* model) const {
 }
 
 void HealthCell::succeed(const std::string* model) {
-  health.ok_count++;
+  util::add_saturating(health.ok_count, 1);
   health.consecutive_failures = 0;
   health.consecutive_rate_limits = 0;
   if (model != nullptr) {
@@ -135,7 +137,7 @@ void HealthCell::succeed(const std::string* model) {
 // says the streak is long enough (a cooldown); a cooling always cools, and
 // extends the rate-limit streak when it is a 429 without a usable hint.
 void HealthCell::fail(util::TimePoint now, const std::string* scoped, const Report& report) {
-  health.error_count++;
+  util::add_saturating(health.error_count, 1);
   ModelHealth* entry = scoped != nullptr ? &models.get(*scoped, now) : nullptr;
   int& failures = entry ? entry->consecutive_failures : health.consecutive_failures;
   int& rate_limits = entry ? entry->consecutive_rate_limits : health.consecutive_rate_limits;
@@ -153,7 +155,7 @@ void HealthCell::fail(util::TimePoint now, const std::string* scoped, const Repo
 }
 
 void HealthCell::disable(const std::string& reason) {
-  health.error_count++;
+  util::add_saturating(health.error_count, 1);
   health.state = KeyState::disabled;
   health.until = {};
   health.reason = reason;
@@ -161,9 +163,9 @@ void HealthCell::disable(const std::string& reason) {
 
 void HealthCell::count_attempt(util::TimePoint now, std::optional<FailureClass> failure) {
   for (UsageCounts* counts : {&today(now), &health.total}) {
-    counts->requests++;
+    util::add_saturating(counts->requests, 1);
     if (failure) {
-      counts->failures.at(static_cast<std::size_t>(*failure))++;
+      util::add_saturating(counts->failures.at(static_cast<std::size_t>(*failure)), 1);
     }
   }
 }

@@ -1,6 +1,7 @@
 #include "pool/key_pool.hpp"
 
 #include "pool/health_cell.hpp"
+#include "util/saturating.hpp"
 
 #include <algorithm>
 
@@ -189,8 +190,8 @@ void KeyPool::count_tokens(std::size_t index, std::uint64_t input, std::uint64_t
   HealthCell& cell = *m_cells.at(index);
   std::lock_guard lock(cell.mutex);
   for (UsageCounts* counts : {&cell.today(m_clock.now()), &cell.health.total}) {
-    counts->input_tokens += input;
-    counts->output_tokens += output;
+    util::add_saturating(counts->input_tokens, input);
+    util::add_saturating(counts->output_tokens, output);
   }
 }
 
@@ -198,7 +199,7 @@ void KeyPool::count_bytes(std::size_t index, std::uint64_t bytes) {
   HealthCell& cell = *m_cells.at(index);
   std::lock_guard lock(cell.mutex);
   for (UsageCounts* counts : {&cell.today(m_clock.now()), &cell.health.total}) {
-    counts->bytes += bytes;
+    util::add_saturating(counts->bytes, bytes);
   }
 }
 

@@ -84,9 +84,9 @@ void Exchange::attempt(pool::Selection selection) {
       upstream_head(m_request.base(), upstream_target(m_request.target(), m_served.query_auth_params, key),
                     key, body_size),
       &m_request.body(), m_request.method() == http::verb::head};
-  auto upstream = std::make_shared<UpstreamAttempt>(m_context.upstreams, key, std::move(request),
-                                                    m_client->piece_buffer(), k_piece_size,
-                                                    std::shared_ptr<AttemptEvents>(shared_from_this(), this));
+  auto upstream = std::make_shared<UpstreamAttempt>(
+      m_context.upstreams, key, std::move(request), m_client->piece_buffer(), k_piece_size,
+      std::shared_ptr<AttemptEvents>(shared_from_this(), this), m_context.mono);
   Trying& trying = m_phase.emplace<Trying>();
   trying.upstream = upstream;
   trying.key = index;

@@ -1,5 +1,7 @@
 #include "relay/upstream_attempt.hpp"
 
+#include "util/log.hpp"
+
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/read.hpp>
 
@@ -17,9 +19,10 @@ constexpr std::uint32_t k_max_response_head = 64 * 1024;
 } // namespace
 
 UpstreamAttempt::UpstreamAttempt(UpstreamPool& upstreams, const config::KeyConfig& key, Request request,
-                                 char* pieces, std::size_t piece_size, std::shared_ptr<AttemptEvents> events)
+                                 char* pieces, std::size_t piece_size, std::shared_ptr<AttemptEvents> events,
+                                 const util::MonoClock& mono)
     : m_upstreams(upstreams), m_key(key), m_request(std::move(request)), m_pieces(pieces),
-      m_piece_size(piece_size), m_events(std::move(events)) {
+      m_piece_size(piece_size), m_events(std::move(events)), m_mono(mono) {
 }
 
 void UpstreamAttempt::start(MonoTime now) {
@@ -61,6 +64,7 @@ void UpstreamAttempt::on_connected(unsigned generation, ConnectFailure failure, 
 }
 
 void UpstreamAttempt::send() {
+  m_sent = m_mono.now();
   m_events->attempt_sending();
   std::array<asio::const_buffer, 2> buffers = {asio::buffer(m_request.head), asio::buffer(*m_request.body)};
   m_conn->with_stream([&](auto& stream) {
@@ -76,7 +80,7 @@ void UpstreamAttempt::on_sent(unsigned generation, const ErrorCode& ec) {
     return;
   }
   if (ec) {
-    fail(policy::TransportFailure::closed_before_response, ec.message());
+    fail(policy::TransportFailure::closed_before_response, ec.message(), looks_stale(ec, true));
     return;
   }
   read_head();
@@ -104,7 +108,8 @@ void UpstreamAttempt::on_head(unsigned generation, const ErrorCode& ec) {
   }
   if (ec) {
     fail(policy::TransportFailure::closed_before_response,
-         ec == http::error::header_limit ? "response head over 64 KiB" : ec.message());
+         ec == http::error::header_limit ? "response head over 64 KiB" : ec.message(),
+         looks_stale(ec, false));
     return;
   }
   int status = static_cast<int>(m_parser->get().result_int());
@@ -149,13 +154,26 @@ void UpstreamAttempt::on_piece(unsigned generation, const ErrorCode& error) {
   events->attempt_body(piece, done);
 }
 
+// The precise rule: a pooled connection, no byte of a response, the
+// connection closed (any failure of the write; end of stream, RST or a
+// truncated TLS stream while reading the head), and all within
+// k_stale_window of the start of the send.
+bool UpstreamAttempt::looks_stale(const ErrorCode& ec, bool writing) const {
+  bool closed = writing || ec == http::error::end_of_stream || ec == asio::error::eof ||
+                ec == asio::error::connection_reset || ec == asio::error::connection_aborted ||
+                ec == asio::error::broken_pipe || ec == asio::ssl::error::stream_truncated;
+  bool no_response = writing || !(m_parser && m_parser->got_some());
+  return m_reused && closed && no_response && m_mono.now() - m_sent <= k_stale_window;
+}
+
 // A pooled connection the upstream had closed while idle fails at once,
-// before any byte: that is not the key's fault, so try a fresh connection.
-void UpstreamAttempt::fail(policy::TransportFailure failure, const std::string& detail) {
-  bool stale = m_reused && failure == policy::TransportFailure::closed_before_response &&
-               !(m_parser && m_parser->got_some());
+// before any byte: that is not the key's fault, so try a fresh connection
+// (once: the fresh one is not reused). Every other failure is the attempt's.
+void UpstreamAttempt::fail(policy::TransportFailure failure, const std::string& detail, bool stale) {
   close();
   if (stale) {
+    util::log_debug("key {}: pooled connection was closed ({}): retrying on a fresh one, not an attempt",
+                    m_key.label, detail);
     ++m_generation;
     connect_fresh();
     return;

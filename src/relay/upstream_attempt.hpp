@@ -13,7 +13,9 @@
 #include "policy/failure_policy.hpp"
 #include "relay/beast.hpp"
 #include "relay/upstream_conn.hpp"
+#include "util/clock.hpp"
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -38,6 +40,15 @@ public:
   virtual void attempt_failed(policy::TransportFailure failure, const std::string& detail) = 0;
 };
 
+// A pooled connection the upstream closed while it sat idle fails at once:
+// the write fails, or the end of the stream (FIN or RST) arrives before any
+// byte of a response within one round trip. Only a failure of that kind,
+// within this long of the send, earns the one free retry on a fresh
+// connection. Anything slower (an upstream that held the request and then
+// reset) had the request and is a counted attempt: a free retry there would
+// repeat the wait without bound or count.
+inline constexpr std::chrono::milliseconds k_stale_window{1000};
+
 class UpstreamAttempt : public std::enable_shared_from_this<UpstreamAttempt> {
 public:
   struct Request {
@@ -45,9 +56,10 @@ public:
     const std::string* body; // the client's body, alive as long as the exchange
     bool head_method;        // a HEAD request: the response has no body
   };
-  // `pieces` is k_piece_size bytes where body pieces land.
+  // `pieces` is k_piece_size bytes where body pieces land; `mono` times how
+  // fast a pooled connection failed (see k_stale_window).
   UpstreamAttempt(UpstreamPool& upstreams, const config::KeyConfig& key, Request request, char* pieces,
-                  std::size_t piece_size, std::shared_ptr<AttemptEvents> events);
+                  std::size_t piece_size, std::shared_ptr<AttemptEvents> events, const util::MonoClock& mono);
 
   // Begin: an idle pooled connection at `now` if one looks alive, else a fresh one.
   void start(MonoTime now);
@@ -78,7 +90,11 @@ private:
   void read_head();
   void on_head(unsigned generation, const ErrorCode& ec);
   void on_piece(unsigned generation, const ErrorCode& ec);
-  void fail(policy::TransportFailure failure, const std::string& detail);
+  // Whether a failure of the write (`writing`) or of reading the response
+  // head looks like a pooled connection the upstream had closed while idle.
+  bool looks_stale(const ErrorCode& ec, bool writing) const;
+  // Report the failure; `stale` instead retries once on a fresh connection.
+  void fail(policy::TransportFailure failure, const std::string& detail, bool stale = false);
   void close();
 
   UpstreamPool& m_upstreams;
@@ -91,8 +107,10 @@ private:
   std::shared_ptr<AttemptEvents> m_events;
   std::shared_ptr<UpstreamConn> m_conn;
   std::shared_ptr<ResponseParser> m_parser; // shared with its pending read, like the connection
-  bool m_reused = false;                    // a pooled connection: a stale one earns one fresh retry
-  int m_interim = 0;                        // 1xx responses skipped
+  const util::MonoClock& m_mono;
+  bool m_reused = false; // a pooled connection: a stale one earns one fresh retry
+  MonoTime m_sent{};     // when the request began to go out
+  int m_interim = 0;     // 1xx responses skipped
   unsigned m_generation = 0;
 };
 

@@ -22,6 +22,12 @@ Json Json::make_number(double value) {
   return json;
 }
 
+Json Json::make_unsigned(std::uint64_t value) {
+  Json json = make_number(static_cast<double>(value));
+  json.m_unsigned = value;
+  return json;
+}
+
 Json Json::make_string(std::string value) {
   Json json;
   json.m_type = Type::string;
@@ -121,6 +127,9 @@ Ordered to_nlohmann(const Json& json) {
   case Json::Type::boolean:
     return json.as_bool();
   case Json::Type::number: {
+    if (std::optional<std::uint64_t> exact = json.as_unsigned()) {
+      return *exact;
+    }
     double value = json.as_number();
     if (std::trunc(value) == value && std::fabs(value) < k_max_exact_integer) {
       return static_cast<std::int64_t>(value);

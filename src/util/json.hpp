@@ -11,9 +11,11 @@
 // and never emits invalid UTF-8: it is replaced by U+FFFD.
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -29,9 +31,18 @@ public:
   Json() = default;
   static Json make_bool(bool value);
   static Json make_number(double value);
-  // Counts and other integers (exact up to 2^53, like every JSON reader's).
+  // An unsigned integer, kept and written exactly: counters pass 2^53, where
+  // a double would round them and print them as floats.
+  static Json make_unsigned(std::uint64_t value);
+  // Counts and other integers: non-negative ones exactly (make_unsigned),
+  // negative ones as doubles (exact down to -2^53).
   template <std::integral T> static Json make_number(T value) {
-    return make_number(static_cast<double>(value));
+    if constexpr (std::is_signed_v<T>) {
+      if (value < 0) {
+        return make_number(static_cast<double>(value));
+      }
+    }
+    return make_unsigned(static_cast<std::uint64_t>(value));
   }
   static Json make_string(std::string value);
   static Json make_array(Array items = {});
@@ -48,6 +59,9 @@ public:
   // The value, or the fallback when the type differs.
   bool as_bool(bool fallback = false) const { return is_bool() ? m_bool : fallback; }
   double as_number(double fallback = 0) const { return is_number() ? m_number : fallback; }
+  // The exact value of a number made by make_unsigned (or an integral
+  // make_number >= 0), else nullopt.
+  std::optional<std::uint64_t> as_unsigned() const { return is_number() ? m_unsigned : std::nullopt; }
   const std::string& as_string() const; // "" unless a string
   const Array& items() const;           // empty unless an array
   const Object& members() const;        // empty unless an object
@@ -64,15 +78,17 @@ public:
   Json& set(std::string name, Json value);
   Json& add(std::string name, Json value);
 
-  // Compact JSON text: no spaces, members in order, integral numbers below
-  // 2^53 without a fraction, NaN and infinities as null, invalid UTF-8 as
-  // U+FFFD. Never throws (but for std::bad_alloc).
+  // Compact JSON text: no spaces, members in order, unsigned integers
+  // exactly and other integral numbers below 2^53 without a fraction, NaN
+  // and infinities as null, invalid UTF-8 as U+FFFD. Never throws (but for
+  // std::bad_alloc).
   std::string dump() const;
 
 private:
   Type m_type = Type::null;
   bool m_bool = false;
-  double m_number = 0;
+  double m_number = 0;                     // also set (rounded) for an exact unsigned integer
+  std::optional<std::uint64_t> m_unsigned; // the exact value of make_unsigned's numbers
   std::string m_string;
   Array m_items;
   Object m_members;

@@ -42,7 +42,7 @@ public:
   bool null() override { return value(Json()); }
   bool boolean(bool v) override { return value(Json::make_bool(v)); }
   bool number_integer(number_integer_t v) override { return number(static_cast<double>(v)); }
-  bool number_unsigned(number_unsigned_t v) override { return number(static_cast<double>(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return number(static_cast<double>(v), v); }
   bool number_float(number_float_t v, const string_t& /*text*/) override { return number(v); }
   bool string(string_t& v) override { return value(Json::make_string(std::move(v))); }
   bool binary(binary_t& /*v*/) override { return false; } // JSON text has none
@@ -101,15 +101,17 @@ private:
                             : Json::make_array(std::move(top.items)));
   }
 
-  // Numbers arrive in document order, so the repair's ordinals find their clamp.
-  bool number(double v) {
+  // Numbers arrive in document order, so the repair's ordinals find their
+  // clamp. A non-negative integer that fits 64 bits stays exact.
+  bool number(double v, std::optional<std::uint64_t> exact = std::nullopt) {
     if (m_next_clamp < m_clamps.size() && m_clamps[m_next_clamp].ordinal == m_numbers) {
       v = m_clamps[m_next_clamp].negative ? std::numeric_limits<double>::lowest()
                                           : std::numeric_limits<double>::max();
+      exact.reset();
       ++m_next_clamp;
     }
     ++m_numbers;
-    return value(Json::make_number(v));
+    return value(exact ? Json::make_unsigned(*exact) : Json::make_number(v));
   }
 
   std::size_t m_max_depth;

@@ -8,6 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
 namespace keyshim::policy {
 namespace {
 
@@ -69,15 +74,53 @@ TEST(RequestModel, GeminiNamesItInThePath) {
   EXPECT_EQ(request_model("/v1/models/gpt-4o", ""), std::nullopt); // describing a model is not using it
 }
 
-TEST(RequestModel, AnythingElseIsNoModel) {
-  for (std::string_view body :
-       {"", "not json", "[1,2]", "{}", R"({"model":42})", R"({"model":"")", R"({"model":"has space"})",
-        R"({"model":"esc\u0041pe"})", "{\"model\":\"open", R"({"a":{"b":[1,2,{"c":"}"}]},"model"})"}) {
+TEST(RequestModel, NoModelWhenNothingNamesOne) {
+  for (std::string_view body : {"", "not json", "[1,2]", "{}", R"({"model":42})", R"({"model":null})",
+                                "{\"model\":\"open", R"({"a":{"b":[1,2,{"c":"}"}]},"model"})"}) {
     EXPECT_EQ(request_model("/v1/chat/completions", body), std::nullopt) << body;
   }
-  EXPECT_EQ(
-      request_model("/v1/chat/completions", "{\"model\":\"" + std::string(k_max_model_name + 1, 'x') + "\"}"),
-      std::nullopt);
+}
+
+bool safe_identity(const std::string& id) {
+  return !id.empty() && id.size() <= k_max_model_name &&
+         std::all_of(id.begin(), id.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+}
+
+// An unusable name is still a model: a 429 for it must cool that name, not
+// the key for every model. Its identity is bounded and printable.
+TEST(RequestModel, AnUnusableNameGetsABoundedIdentityOfItsOwn) {
+  std::string long_name(k_max_model_name + 1, 'x');
+  std::vector<std::string> names = {
+      long_name,        std::string(100'000, 'y'),        "", "has space", "esc\\u0041pe",
+      "gpt-4o\xC3\xA9", std::string("ctl\x01\x1b[31m", 9)};
+  std::set<std::string> ids;
+  for (const std::string& name : names) {
+    std::optional<std::string> id = request_model("/v1/chat/completions", "{\"model\":\"" + name + "\"}");
+    ASSERT_TRUE(id) << name;
+    EXPECT_TRUE(safe_identity(*id)) << *id;
+    EXPECT_LE(id->size(), k_model_identity_prefix + 17) << *id;
+    EXPECT_NE(*id, name);
+    ids.insert(*id);
+  }
+  EXPECT_EQ(ids.size(), names.size()); // each a model of its own
+  EXPECT_EQ(request_model("/v1/chat/completions", "{\"model\":\"has space\"}")->substr(0, 10), "has_space#");
+  EXPECT_EQ(request_model("/v1/chat/completions", "{\"model\":\"" + long_name + "\"}")->substr(0, 49),
+            std::string(k_model_identity_prefix, 'x') + "#");
+}
+
+TEST(RequestModel, AnUnusableNameKeepsTheSameIdentityAndDiffersFromItsNeighbours) {
+  std::string a = std::string(300, 'm') + "a";
+  std::string b = std::string(300, 'm') + "b";
+  auto id = [](const std::string& name) {
+    return request_model("/v1/chat/completions", "{\"model\":\"" + name + "\"}");
+  };
+  EXPECT_EQ(id(a), id(a));
+  EXPECT_NE(id(a), id(b)); // same shown prefix, different hash
+  std::optional<std::string> gemini =
+      request_model("/v1beta/models/" + std::string(250, 'g') + ":generateContent", "");
+  ASSERT_TRUE(gemini);
+  EXPECT_TRUE(safe_identity(*gemini));
+  EXPECT_EQ(gemini->find('#'), k_model_identity_prefix);
 }
 
 TEST(RequestModel, ABigBodyIsSkippedThroughToALateModel) {

@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <ctime>
+#include <limits>
 
 namespace keyshim::pool {
 namespace {
@@ -98,6 +100,31 @@ TEST(KeyPoolUsage, AttemptsFailuresTokensAndBytesAreCountedForTodayAndSinceStart
     EXPECT_EQ(usage.input_tokens, 150u);
     EXPECT_EQ(usage.output_tokens, 50u);
     EXPECT_EQ(usage.bytes, 1024u);
+  }
+}
+
+// 3 x 2^53 input tokens a response (within the usage meter's cap of 2^53
+// per field): the 683rd such response used to wrap the count back to 9e15,
+// which a monitor reads as a restart.
+TEST(KeyPoolUsage, TokenAndByteCountsStopAtTheirCeilingInsteadOfWrapping) {
+  test::FakeClock clock;
+  KeyPool pool(make_keys({"a"}), Strategy::ordered, clock);
+  constexpr std::uint64_t k_max = std::numeric_limits<std::uint64_t>::max();
+  constexpr std::uint64_t k_response = 3 * (std::uint64_t{1} << 53);
+  std::uint64_t previous = 0;
+  for (int i = 0; i < 700; ++i) {
+    pool.count_tokens(0, k_response, 1);
+    std::uint64_t now = pool.health(0).total.input_tokens;
+    ASSERT_GE(now, previous) << "response " << i + 1;
+    previous = now;
+  }
+  pool.count_bytes(0, k_max - 1);
+  pool.count_bytes(0, 2);
+  KeyHealth h = pool.health(0);
+  for (const UsageCounts& usage : {h.today, h.total}) {
+    EXPECT_EQ(usage.input_tokens, k_max);
+    EXPECT_EQ(usage.output_tokens, 700u);
+    EXPECT_EQ(usage.bytes, k_max);
   }
 }
 

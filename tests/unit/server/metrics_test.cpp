@@ -8,7 +8,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -150,6 +152,21 @@ TEST(Metrics, CountersAreSinceStartWithEveryFailureClass) {
   EXPECT_TRUE(has_lines(text, {"# TYPE keyshim_key_response_bytes_total counter",
                                R"(keyshim_key_response_bytes_total{pool="openai",key="team"} 10432)",
                                R"(keyshim_key_response_bytes_total{pool="openai",key="personal"} 0)"}));
+}
+
+// A counter past 2^53 is printed digit for digit: as a double it would be
+// rounded, and a scraper would see it move when it did not.
+TEST(Metrics, CountersAboveTwoToThe53AreExactIntegers) {
+  std::vector<PoolReport> pools = reports();
+  pools[0].keys[0].health.total.input_tokens = std::numeric_limits<std::uint64_t>::max();
+  pools[0].keys[0].health.total.output_tokens = 9007199254740993; // 2^53 + 1
+  std::string text = metrics_text(pools, k_now, info());
+  EXPECT_TRUE(
+      has_lines(text, {"# TYPE keyshim_key_input_tokens_total counter",
+                       R"(keyshim_key_input_tokens_total{pool="openai",key="team"} 18446744073709551615)"}));
+  EXPECT_TRUE(
+      has_lines(text, {"# TYPE keyshim_key_output_tokens_total counter",
+                       R"(keyshim_key_output_tokens_total{pool="openai",key="team"} 9007199254740993)"}));
 }
 
 // The format wants one # HELP and one # TYPE per family, before its samples,

@@ -8,6 +8,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
+
 namespace keyshim::server {
 namespace {
 
@@ -96,6 +99,24 @@ TEST(StatusJson, InvalidUtf8InALabelIsReplacedNotEmitted) {
   EXPECT_EQ(text.find('\xFF'), std::string::npos);
   EXPECT_NE(text.find("\"te\xEF\xBF\xBDm\""), std::string::npos);
   EXPECT_TRUE(util::parse_json(text));
+}
+
+// Usage counters pass 2^53; /status prints them as exact integers, never as
+// rounded floats.
+TEST(StatusJson, CountersAboveTwoToThe53AreExactIntegers) {
+  std::vector<PoolReport> pools = reports();
+  pools[0].keys[0].health.total.input_tokens = std::numeric_limits<std::uint64_t>::max();
+  pools[0].keys[0].health.total.output_tokens = 9007199254740993; // 2^53 + 1
+  pools[0].keys[0].health.ok_count = 27021597764222976;           // 3 x 2^53
+  std::string text = status_json(pools, k_now, InstanceInfo{});
+  EXPECT_NE(text.find(R"("input_tokens":18446744073709551615,"output_tokens":9007199254740993})"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"("ok":27021597764222976,)"), std::string::npos) << text;
+  std::optional<util::Json> back = util::parse_json(text);
+  ASSERT_TRUE(back);
+  const util::Json& total = *back->find("pools")->items()[0].find("keys")->items()[0].find("total");
+  EXPECT_EQ(total.find("input_tokens")->as_unsigned(), std::numeric_limits<std::uint64_t>::max());
 }
 
 } // namespace

@@ -182,6 +182,29 @@ TEST(Json, DumpThenParseRoundTrips) {
   EXPECT_EQ(again.find("err")->as_number(), -3);
 }
 
+// Counters pass 2^53 (tokens add up); a double would print them rounded,
+// as floats, and a reader would get another number.
+TEST(Json, UnsignedIntegersAboveTwoToThe53DumpExactly) {
+  Json json;
+  json.add("max", Json::make_number(std::numeric_limits<std::uint64_t>::max()));
+  json.add("odd", Json::make_number(std::uint64_t{9007199254740993})); // 2^53 + 1
+  json.add("zero", Json::make_unsigned(0));
+  json.add("negative", Json::make_number(-5));
+  EXPECT_EQ(json.dump(), R"({"max":18446744073709551615,"odd":9007199254740993,"zero":0,"negative":-5})");
+  EXPECT_EQ(json.find("max")->as_unsigned(), std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(json.find("negative")->as_unsigned(), std::nullopt);
+  EXPECT_EQ(json.find("odd")->as_number(), 9007199254740992.0); // the double is the nearest one
+}
+
+TEST(Json, ParsedUnsignedIntegersStayExact) {
+  Json json = parse_ok(R"({"max":18446744073709551615,"odd":9007199254740993,"f":2.5,"neg":-1})");
+  EXPECT_EQ(json.find("max")->as_unsigned(), std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(json.find("odd")->as_unsigned(), std::uint64_t{9007199254740993});
+  EXPECT_EQ(json.find("f")->as_unsigned(), std::nullopt);
+  EXPECT_EQ(json.find("neg")->as_unsigned(), std::nullopt);
+  EXPECT_EQ(json.dump(), R"({"max":18446744073709551615,"odd":9007199254740993,"f":2.5,"neg":-1})");
+}
+
 TEST(Json, ControlCharactersAreEscapedOnOutput) {
   Json json = Json::make_string(std::string("a\x01z", 3));
   std::optional<Json> back = parse_json(json.dump());
