@@ -1064,7 +1064,8 @@ private:
 class Bulk : public Driver {
 public:
   Bulk(Engine& e, const Options& o, uint64_t t0) : m_e(e) {
-    std::string path = "/sse?events=" + std::to_string(o.events) + "&gap_us=0&size=" + std::to_string(o.size) +
+    std::string path = "/sse?events=" + std::to_string(o.events) +
+                       "&gap_us=0&size=" + std::to_string(o.size) +
                        (o.batch > 0 ? "&batch=" + std::to_string(o.batch) : "");
     m_req = make_request(o, path);
     m_win.pids = o.pids;
@@ -1350,10 +1351,9 @@ int cmd_ws(const Options& o) {
 }
 
 void usage() {
-  fprintf(stderr,
-          "usage: bench_loadgen freeport|wait|procinfo|rps|seq|events|held|silent|bulk|first|ws\n"
-          "       [--option value]... [-- COMMAND...]\n"
-          "(see the comment at the top of bench/loadgen.cpp)\n");
+  fprintf(stderr, "usage: bench_loadgen freeport|wait|procinfo|rps|seq|events|held|silent|bulk|first|ws\n"
+                  "       [--option value]... [-- COMMAND...]\n"
+                  "(see the comment at the top of bench/loadgen.cpp)\n");
 }
 
 } // namespace

@@ -35,8 +35,8 @@ using Clock = std::chrono::steady_clock;
 // What all connections share: the window and the results.
 struct Run {
   const WsOptions& o;
-  Clock::time_point start;  // the window opens
-  Clock::time_point end;    // and closes
+  Clock::time_point start; // the window opens
+  Clock::time_point end;   // and closes
   std::vector<uint64_t> rtt_ns;
   long messages = 0;
   long errors = 0;
@@ -113,8 +113,11 @@ uint64_t pct(std::vector<uint64_t>& v, double p) {
 
 int run_ws(const WsOptions& o) {
   asio::io_context io(1);
-  auto seconds = [](double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); };
-  Run run{o, Clock::now() + seconds(o.warmup), Clock::now() + seconds(o.warmup + o.seconds), {}, 0, 0, 0, 0, 0};
+  auto seconds = [](double s) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  };
+  Run run{o, Clock::now() + seconds(o.warmup), Clock::now() + seconds(o.warmup + o.seconds), {}, 0, 0, 0, 0,
+          0};
   // The proxy's CPU when the window opens and when it closes.
   double cpu0 = 0;
   double cpu1 = -1;
@@ -148,8 +151,8 @@ int run_ws(const WsOptions& o) {
   printf("conns=%d size=%zu messages=%ld msgs_per_s=%.0f rtt_p50_us=%.1f rtt_p99_us=%.1f cpu_s=%.3f "
          "cpu_us_per_msg=%.2f handshake_failed=%ld handshake_status=%d errors=%ld complete=%d\n",
          o.conns, o.size, run.messages, static_cast<double>(run.messages) / window,
-         static_cast<double>(pct(run.rtt_ns, 0.5)) / 1e3, static_cast<double>(pct(run.rtt_ns, 0.99)) / 1e3, cpu,
-         run.messages > 0 ? cpu * 1e6 / static_cast<double>(run.messages) : 0.0, run.handshake_failed,
+         static_cast<double>(pct(run.rtt_ns, 0.5)) / 1e3, static_cast<double>(pct(run.rtt_ns, 0.99)) / 1e3,
+         cpu, run.messages > 0 ? cpu * 1e6 / static_cast<double>(run.messages) : 0.0, run.handshake_failed,
          run.handshake_status, run.errors, in_time ? 1 : 0);
   return 0;
 }

@@ -8,12 +8,12 @@
 struct WsOptions {
   int port = 0;
   std::string path = "/ws";
-  int conns = 1;          // concurrent connections
-  std::size_t size = 64;  // bytes per text message
-  double seconds = 2;     // the measured window
-  double warmup = 0.3;    // before it, not counted
-  double timeout = 60;    // the whole run
-  std::vector<int> pids;  // the proxy, for CPU per message
+  int conns = 1;         // concurrent connections
+  std::size_t size = 64; // bytes per text message
+  double seconds = 2;    // the measured window
+  double warmup = 0.3;   // before it, not counted
+  double timeout = 60;   // the whole run
+  std::vector<int> pids; // the proxy, for CPU per message
 };
 
 // Opens the connections (a WebSocket handshake each), then on every one

@@ -83,8 +83,8 @@ enum class Route { json, json_fo, too_many, sse, ts, hold, not_found, bad };
 struct Conn {
   int fd = -1;
   SSL* ssl = nullptr; // with --tls
-  std::string in;  // received, not yet parsed
-  std::string out; // to send, from out_off on
+  std::string in;     // received, not yet parsed
+  std::string out;    // to send, from out_off on
   size_t out_off = 0;
   bool want_out = false;
   bool close_after = false; // close once out is flushed
@@ -113,7 +113,7 @@ struct Conn {
 
 int g_ep = -1;
 int g_timer = -1;
-SSL_CTX* g_tls = nullptr; // --tls: every connection is TLS
+SSL_CTX* g_tls = nullptr;   // --tls: every connection is TLS
 std::vector<Conn*> g_timed; // streams waiting for their next event time
 uint64_t g_armed_for = 0;
 
