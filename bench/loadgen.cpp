@@ -1315,20 +1315,23 @@ int cmd_first(const Options& o) {
   long tries = 0;
   uint64_t first = 0;
   uint64_t t_answer = 0;
-  while (first == 0 && now_ns() < deadline && waitpid(pid, nullptr, WNOHANG) == 0) {
+  bool exited = false; // reaped: its pid may belong to another process now
+  while (first == 0 && now_ns() < deadline && !exited) {
     tries++;
     first = one_request(o, secs(deadline - now_ns()), &status);
-    if (first > 0 && status != 200) {
-      break; // answered, but not served: the figure would mean nothing
-    }
+    t_answer = now_ns();
     if (first == 0) {
+      exited = waitpid(pid, nullptr, WNOHANG) == pid;
       usleep(200);
     }
-    t_answer = now_ns();
   }
   int status2 = 0;
   uint64_t second = first > 0 && status == 200 ? one_request(o, 5, &status2) : 0;
-  stop_child(pid);
+  if (!exited) {
+    stop_child(pid);
+  } else {
+    fprintf(stderr, "loadgen: %s exited before answering\n", o.command[0].c_str());
+  }
   bool ok = first > 0 && status == 200;
   printf("first_answer_ms=%s first_request_ms=%s second_request_ms=%s status=%d tries=%ld complete=%d\n",
          ok ? fixed(secs(t_answer - t0) * 1e3, 2).c_str() : "none",
