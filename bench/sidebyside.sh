@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# keyshim side by side with nginx, on one C mock upstream, in one run.
+# keyshim side by side with nginx, on the same mock upstreams, in one run.
 #
 #   bench/sidebyside.sh [--quick] [--no-nginx] [--held-big N] [BUILD_DIR]
 #   bench/sidebyside.sh [...] --keyshim PATH --mock PATH --loadgen PATH
