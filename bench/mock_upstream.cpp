@@ -637,7 +637,8 @@ bool pump(Conn* c) {
 
 bool on_readable(Conn* c) {
   static char buf[64 * 1024];
-  for (int i = 0; i < 64; i++) {
+  const int reads = c->ssl ? 64 : 16; // TLS: a record (<= 16 KiB) per read
+  for (int i = 0; i < reads; i++) {
     ssize_t n = conn_recv(c, buf, sizeof buf);
     if (n > 0) {
       c->in.append(buf, static_cast<size_t>(n));
