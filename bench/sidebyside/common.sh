@@ -95,6 +95,9 @@ settle() {
   pids=$(pids_of "$t")
   [[ -z $pids ]] && { sleep 0.3; return 0; }
   limit=$((${idle_fds[$t]:-0} + 80))
+  # nginx keeps up to 64 idle connections per upstream block (plain, TLS)
+  # for as long as 60 s; keyshim has an instance per upstream.
+  [[ $t == nginx ]] && limit=$((limit + 128))
   end=$((SECONDS + settle_s))
   while ((SECONDS < end)); do
     fds=$(kv "$(lg procinfo 5 --pids "$pids")" fds)
