@@ -1,8 +1,8 @@
 # The WebSocket rows of issue 18 (sourced by bench/sidebyside.sh): the load
 # driver's ws mode (Beast client) through each target to the mock's --ws
-# echo (Beast server). keyshim does not relay WebSockets before issue 18's
-# relay lands: a refused upgrade fills keyshim's cells with
-# "n/a (handshake failed: STATUS)" and the run goes on.
+# echo (Beast server). A keyshim without issue 18's relay drops `Upgrade`
+# and the echo answers the plain GET 426: a refused upgrade fills that
+# target's cells with "n/a (handshake failed: STATUS)" and the run goes on.
 # shellcheck disable=SC2046 # command lines as words, see common.sh
 
 ws_run() {
@@ -29,7 +29,7 @@ measure_ws() {
     if [[ -n $status ]]; then
       local k na="n/a (handshake failed: $status)"
       for k in 50 99 mps cpu; do R[$key$k:$t]=$na; done
-      note "websocket $key/$t: the upgrade was refused with $status (keyshim relays WebSockets only once issue 18's relay is merged)"
+      note "websocket $key/$t: the upgrade was refused with $status (a keyshim without issue 18's WebSocket relay drops Upgrade)"
       status=""
     fi
   done
