@@ -17,17 +17,30 @@
 //   silent   --port P --silent N --path /json [--baseline N]
 //            one request on a fresh connection, without and with N idle ones
 //   bulk     --port P --streams K --size S --seconds S [--warmup S] [--pids]
-//            /sse?gap_us=0 streams: body bytes per second, CPU s per GB
+//            [--batch B]   /sse?gap_us=0 streams (B events per chunk):
+//            body bytes per second, CPU s per GB
+//   first    --port P --path /json -- COMMAND ARGS...
+//            starts COMMAND, then asks P until one request is answered:
+//            the time from the start to that answer; stops COMMAND
+//   ws       --port P --path /ws --conc C --size S --seconds S [--warmup S]
+//            [--pids A,B]   C WebSocket connections, each sending an S-byte
+//            text message and awaiting its echo, in a loop (loadgen_ws.cpp)
+//
+// Every HTTP mode takes --tls-ca FILE (TLS to P, trusting FILE, name
+// "localhost") and --close 1 (each request asks `Connection: close`).
+#include "bench_proc.hpp"
 #include "bench_text.hpp"
+#include "bench_tls.hpp"
+#include "loadgen_ws.hpp"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -79,7 +92,13 @@ struct Options {
   int baseline = 20;
   double timeout = 60;
   std::vector<int> pids;
+  long batch = 0;
+  bool close = false;
+  std::string tls_ca;
+  std::vector<std::string> command; // first: what follows "--"
 };
+
+SSL_CTX* g_client_tls = nullptr; // --tls-ca: every connection is TLS
 
 bool parse_options(int argc, char** argv, Options* o) {
   if (argc < 2) {
@@ -88,6 +107,10 @@ bool parse_options(int argc, char** argv, Options* o) {
   o->mode = argv[1];
   for (int i = 2; i < argc; i++) {
     std::string k = argv[i];
+    if (k == "--") {
+      o->command.assign(argv + i + 1, argv + argc);
+      return !o->command.empty();
+    }
     if (i + 1 >= argc) {
       return false;
     }
@@ -124,6 +147,12 @@ bool parse_options(int argc, char** argv, Options* o) {
       o->silent = atoi(v);
     } else if (k == "--baseline") {
       o->baseline = atoi(v);
+    } else if (k == "--batch") {
+      o->batch = atol(v);
+    } else if (k == "--close") {
+      o->close = atoi(v) != 0;
+    } else if (k == "--tls-ca") {
+      o->tls_ca = v;
     } else if (k == "--timeout") {
       o->timeout = atof(v);
     } else if (k == "--pids") {
@@ -144,77 +173,6 @@ bool parse_options(int argc, char** argv, Options* o) {
     }
   }
   return true;
-}
-
-// ------------------------------------------------------- /proc of a proxy
-
-struct ProcInfo {
-  double cpu_s = 0;
-  long rss_kb = 0;
-  long hwm_kb = 0;
-  long threads = 0;
-  long fds = 0;
-  bool ok = true;
-};
-
-// CPU (utime+stime, including exited threads), memory and threads of the
-// given processes, summed.
-ProcInfo proc_info(const std::vector<int>& pids, bool want_fds) {
-  ProcInfo info;
-  static const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
-  for (int pid : pids) {
-    char path[64];
-    char buf[4096];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    FILE* f = fopen(path, "r");
-    if (f == nullptr) {
-      info.ok = false;
-      continue;
-    }
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    // Fields after the command name, which may contain spaces: ") S ppid ...".
-    const char* p = strrchr(buf, ')');
-    if (p != nullptr) {
-      p += 2;
-      unsigned long long utime = 0;
-      unsigned long long stime = 0;
-      // field 3 is the state; utime and stime are fields 14 and 15
-      if (sscanf(p, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) == 2) {
-        info.cpu_s += static_cast<double>(utime + stime) / ticks;
-      }
-    }
-    snprintf(path, sizeof path, "/proc/%d/status", pid);
-    f = fopen(path, "r");
-    if (f != nullptr) {
-      char line[256];
-      while (fgets(line, sizeof line, f) != nullptr) {
-        long v = 0;
-        if (sscanf(line, "VmRSS: %ld", &v) == 1) {
-          info.rss_kb += v;
-        } else if (sscanf(line, "VmHWM: %ld", &v) == 1) {
-          info.hwm_kb += v;
-        } else if (sscanf(line, "Threads: %ld", &v) == 1) {
-          info.threads += v;
-        }
-      }
-      fclose(f);
-    }
-    if (want_fds) {
-      snprintf(path, sizeof path, "/proc/%d/fd", pid);
-      DIR* d = opendir(path);
-      if (d != nullptr) {
-        while (dirent* e = readdir(d)) {
-          if (e->d_name[0] != '.') {
-            info.fds++;
-          }
-        }
-        closedir(d);
-      }
-    }
-  }
-  return info;
 }
 
 // ------------------------------------------------------- response parsing
@@ -401,7 +359,9 @@ template <class F> size_t feed(Resp& r, const char* p, size_t n, F&& on_body) {
 
 struct Conn {
   int fd = -1;
+  SSL* ssl = nullptr; // with --tls-ca
   bool connecting = false;
+  bool handshaking = false; // TLS, after the TCP connect
   bool want_out = false;
   std::string req;
   size_t req_off = 0;
@@ -433,7 +393,9 @@ public:
 
 class Engine {
 public:
-  Engine(int port, size_t n) : m_port(port), m_conns(n) { m_ep = epoll_create1(EPOLL_CLOEXEC); }
+  Engine(int port, size_t n) : m_port(port), m_tls(g_client_tls), m_conns(n) {
+    m_ep = epoll_create1(EPOLL_CLOEXEC);
+  }
   ~Engine() {
     for (size_t i = 0; i < m_conns.size(); i++) {
       close_conn(i);
@@ -486,6 +448,8 @@ public:
     Conn& c = m_conns[i];
     if (c.fd >= 0) {
       epoll_ctl(m_ep, EPOLL_CTL_DEL, c.fd, nullptr);
+      SSL_free(c.ssl);
+      c.ssl = nullptr;
       close(c.fd);
       c.fd = -1;
       m_open--;
@@ -559,7 +523,16 @@ public:
           }
           c.connecting = false;
           set_out(i, false);
-          d.on_connected(i);
+          if (m_tls != nullptr) {
+            c.ssl = bench_tls_client_conn(m_tls, c.fd);
+            c.handshaking = true;
+          } else {
+            d.on_connected(i);
+            continue;
+          }
+        }
+        if (c.handshaking) {
+          handshake_step(i, d);
           continue;
         }
         if (e & EPOLLOUT) {
@@ -573,6 +546,31 @@ public:
   }
 
 private:
+  // Moves a TLS handshake on; the driver hears on_connected once it is done.
+  void handshake_step(size_t i, Driver& d) {
+    Conn& c = m_conns[i];
+    bool want_write = false;
+    int r = bench_tls_handshake(c.ssl, &want_write);
+    if (r < 0) {
+      close_conn(i);
+      fail_later(i);
+      return;
+    }
+    set_out(i, r == 0 && want_write);
+    if (r == 1) {
+      c.handshaking = false;
+      d.on_connected(i);
+    }
+  }
+
+  ssize_t conn_recv(Conn& c, char* buf, size_t n) {
+    return c.ssl ? bench_tls_recv(c.ssl, buf, n) : recv(c.fd, buf, n, 0);
+  }
+
+  ssize_t conn_send(Conn& c, const char* p, size_t n) {
+    return c.ssl ? bench_tls_send(c.ssl, p, n) : ::send(c.fd, p, n, MSG_NOSIGNAL);
+  }
+
   void fail_later(size_t i) {
     m_connect_failures++;
     m_failed.push_back(i);
@@ -593,7 +591,7 @@ private:
   void write_some(size_t i) {
     Conn& c = m_conns[i];
     while (c.req_off < c.req.size()) {
-      ssize_t n = ::send(c.fd, c.req.data() + c.req_off, c.req.size() - c.req_off, MSG_NOSIGNAL);
+      ssize_t n = conn_send(c, c.req.data() + c.req_off, c.req.size() - c.req_off);
       if (n > 0) {
         c.req_off += static_cast<size_t>(n);
         continue;
@@ -612,12 +610,13 @@ private:
 
   void read_some(size_t i, Driver& d) {
     static char buf[256 * 1024];
-    for (int round = 0; round < 8; round++) {
+    const int rounds = m_tls != nullptr ? 32 : 8;
+    for (int round = 0; round < rounds; round++) {
       Conn& c = m_conns[i];
-      if (c.fd < 0 || c.connecting) {
+      if (c.fd < 0 || c.connecting || c.handshaking) {
         return;
       }
-      ssize_t n = recv(c.fd, buf, sizeof buf, 0);
+      ssize_t n = conn_recv(c, buf, sizeof buf);
       uint64_t now = now_ns();
       if (n < 0 && errno == EINTR) {
         continue;
@@ -654,13 +653,15 @@ private:
           d.on_response(i, now);
         }
       }
-      if (len < sizeof buf) {
+      if (len < sizeof buf && m_conns[i].ssl == nullptr) {
         return; // drained; level-triggered epoll reports anything newer
       }
+      // TLS returns one record per read: read on until EAGAIN.
     }
   }
 
   int m_port;
+  SSL_CTX* m_tls;
   int m_ep = -1;
   std::vector<Conn> m_conns;
   size_t m_open = 0;
@@ -671,6 +672,9 @@ private:
 std::string make_request(const Options& o, const std::string& path) {
   std::string r = o.method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(o.port) +
                   "\r\nUser-Agent: keyshim-bench\r\nAccept: */*\r\n";
+  if (o.close) {
+    r += "Connection: close\r\n";
+  }
   if (o.method == "POST" || o.body > 0) {
     r += "Content-Type: application/json\r\nContent-Length: " + std::to_string(o.body) + "\r\n\r\n";
     if (o.body > 0) {
@@ -1060,7 +1064,9 @@ private:
 class Bulk : public Driver {
 public:
   Bulk(Engine& e, const Options& o, uint64_t t0) : m_e(e) {
-    std::string path = "/sse?events=" + std::to_string(o.events) + "&gap_us=0&size=" + std::to_string(o.size);
+    std::string path = "/sse?events=" + std::to_string(o.events) +
+                       "&gap_us=0&size=" + std::to_string(o.size) +
+                       (o.batch > 0 ? "&batch=" + std::to_string(o.batch) : "");
     m_req = make_request(o, path);
     m_win.pids = o.pids;
     m_win.start = t0 + static_cast<uint64_t>(o.warmup * 1e9);
@@ -1262,10 +1268,95 @@ int cmd_bulk(const Options& o) {
   return run_open_loop<Bulk>(o, o.streams);
 }
 
+// Starts the command with stdout on stderr; it dies with this process.
+pid_t spawn(const std::vector<std::string>& command) {
+  std::vector<char*> argv;
+  for (const std::string& a : command) {
+    argv.push_back(const_cast<char*>(a.c_str()));
+  }
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    dup2(2, 1);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// SIGTERM, then SIGKILL after 5 s; reaps it.
+void stop_child(pid_t pid) {
+  kill(pid, SIGTERM);
+  for (int k = 0; k < 500; k++) {
+    if (waitpid(pid, nullptr, WNOHANG) == pid) {
+      return;
+    }
+    usleep(10000);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
+// The first request after a start: the command is started, then fresh
+// connections try a request every 0.2 ms until one is answered 200. The
+// figures: start to that answer; that request alone (connect to last
+// byte; a proxy that loads something at its first request pays it here);
+// and a second request after it, for comparison.
+int cmd_first(const Options& o) {
+  const uint64_t t0 = now_ns();
+  const uint64_t deadline = t0 + static_cast<uint64_t>(o.timeout * 1e9);
+  pid_t pid = spawn(o.command);
+  if (pid < 0) {
+    perror("loadgen: fork");
+    return 1;
+  }
+  int status = 0;
+  long tries = 0;
+  uint64_t first = 0;
+  uint64_t t_answer = 0;
+  bool exited = false; // reaped: its pid may belong to another process now
+  while (first == 0 && now_ns() < deadline && !exited) {
+    tries++;
+    first = one_request(o, secs(deadline - now_ns()), &status);
+    t_answer = now_ns();
+    if (first == 0) {
+      exited = waitpid(pid, nullptr, WNOHANG) == pid;
+      usleep(200);
+    }
+  }
+  int status2 = 0;
+  uint64_t second = first > 0 && status == 200 ? one_request(o, 5, &status2) : 0;
+  if (!exited) {
+    stop_child(pid);
+  } else {
+    fprintf(stderr, "loadgen: %s exited before answering\n", o.command[0].c_str());
+  }
+  bool ok = first > 0 && status == 200;
+  printf("first_answer_ms=%s first_request_ms=%s second_request_ms=%s status=%d tries=%ld complete=%d\n",
+         ok ? fixed(secs(t_answer - t0) * 1e3, 2).c_str() : "none",
+         ok ? fixed(secs(first) * 1e3, 2).c_str() : "none",
+         second > 0 ? fixed(secs(second) * 1e3, 2).c_str() : "none", status, tries, ok ? 1 : 0);
+  return 0;
+}
+
+int cmd_ws(const Options& o) {
+  WsOptions w;
+  w.port = o.port;
+  w.path = o.path;
+  w.conns = o.conc;
+  w.size = static_cast<std::size_t>(o.size > 0 ? o.size : 64);
+  w.seconds = o.seconds;
+  w.warmup = o.warmup;
+  w.timeout = o.timeout;
+  w.pids = o.pids;
+  return run_ws(w);
+}
+
 void usage() {
-  fprintf(stderr,
-          "usage: bench_loadgen freeport|wait|procinfo|rps|seq|events|held|silent|bulk [--option value]...\n"
-          "(see the comment at the top of bench/loadgen.cpp)\n");
+  fprintf(stderr, "usage: bench_loadgen freeport|wait|procinfo|rps|seq|events|held|silent|bulk|first|ws\n"
+                  "       [--option value]... [-- COMMAND...]\n"
+                  "(see the comment at the top of bench/loadgen.cpp)\n");
 }
 
 } // namespace
@@ -1289,8 +1380,20 @@ int main(int argc, char** argv) {
     fprintf(stderr, "loadgen: --port is required\n");
     return 2;
   }
+  if (!o.tls_ca.empty()) {
+    g_client_tls = bench_tls_client(o.tls_ca.c_str());
+    if (g_client_tls == nullptr) {
+      return 2;
+    }
+  }
   if (o.mode == "wait") {
     return cmd_wait(o);
+  }
+  if (o.mode == "first") {
+    return cmd_first(o);
+  }
+  if (o.mode == "ws") {
+    return cmd_ws(o);
   }
   if (o.mode == "rps") {
     return cmd_rps(o);

@@ -6,10 +6,11 @@
 //   GET|POST /json-fo         429 + Retry-After: 30 when Authorization is
 //                             "Bearer sk-bench-0", else as /json (failover)
 //   GET|POST /429             429, Retry-After: 30
-//   GET|POST /sse?events=N&gap_us=G&size=S
+//   GET|POST /sse?events=N&gap_us=G&size=S[&batch=B]
 //                             200 text/event-stream, chunked: N events of S
 //                             bytes, G µs apart (G=0: as fast as the socket
-//                             takes them, for bulk throughput)
+//                             takes them, for bulk throughput; then B events
+//                             per chunk, default as many as fill 64 KiB)
 //   GET|POST /ts?events=N&gap_us=G&size=S
 //                             as /sse, each event carrying its send time:
 //                             "data: t=<CLOCK_MONOTONIC ns>"
@@ -21,10 +22,14 @@
 // EPOLLOUT, and a stream produces its next events only once the previous
 // ones are out, so a slow reader slows the stream instead of growing memory.
 //
-//   bench_mock_upstream [--port N] [--max-seconds S]
+//   bench_mock_upstream [--port N] [--max-seconds S] [--tls CERT KEY | --ws]
 // prints "port=N" on stdout once listening; exits on SIGTERM/SIGINT, when
-// its parent dies, or after --max-seconds (default 3600).
+// its parent dies, or after --max-seconds (default 3600). With --tls it
+// serves the same over TLS only (PEM certificate chain and key); with --ws
+// it is a WebSocket echo server instead (mock_ws.cpp).
 #include "bench_text.hpp"
+#include "bench_tls.hpp"
+#include "mock_ws.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -77,8 +82,9 @@ enum class Route { json, json_fo, too_many, sse, ts, hold, not_found, bad };
 
 struct Conn {
   int fd = -1;
-  std::string in;  // received, not yet parsed
-  std::string out; // to send, from out_off on
+  SSL* ssl = nullptr; // with --tls
+  std::string in;     // received, not yet parsed
+  std::string out;    // to send, from out_off on
   size_t out_off = 0;
   bool want_out = false;
   bool close_after = false; // close once out is flushed
@@ -92,12 +98,13 @@ struct Conn {
   Route route = Route::not_found;
   bool head_only = false;
   bool key0 = false; // Authorization is "Bearer sk-bench-0"
-  uint64_t q_events = 0, q_gap_us = 0, q_size = 0;
+  uint64_t q_events = 0, q_gap_us = 0, q_size = 0, q_batch = 0;
 
   // The stream being produced.
   Stream stream = Stream::none;
   uint64_t ev_left = 0;
   uint64_t ev_size = 0;
+  uint64_t ev_batch = 0; // events per chunk when unpaced; 0: fill a batch
   uint64_t gap_ns = 0;
   uint64_t next_due = 0;
   std::string event;   // one /sse event, built once per stream
@@ -106,6 +113,7 @@ struct Conn {
 
 int g_ep = -1;
 int g_timer = -1;
+SSL_CTX* g_tls = nullptr;   // --tls: every connection is TLS
 std::vector<Conn*> g_timed; // streams waiting for their next event time
 uint64_t g_armed_for = 0;
 
@@ -142,8 +150,17 @@ void time_wait(Conn* c) {
 void close_conn(Conn* c) {
   untime(c);
   epoll_ctl(g_ep, EPOLL_CTL_DEL, c->fd, nullptr);
+  SSL_free(c->ssl);
   close(c->fd);
   delete c;
+}
+
+ssize_t conn_recv(Conn* c, char* buf, size_t n) {
+  return c->ssl ? bench_tls_recv(c->ssl, buf, n) : recv(c->fd, buf, n, 0);
+}
+
+ssize_t conn_send(Conn* c, const char* p, size_t n) {
+  return c->ssl ? bench_tls_send(c->ssl, p, n) : send(c->fd, p, n, MSG_NOSIGNAL);
 }
 
 // Parses "name=value" from a query string; 0 when absent or not a number.
@@ -232,6 +249,7 @@ void parse_head(Conn* c, size_t head_len) {
   c->q_events = query_u64(q, qlen, "events");
   c->q_gap_us = query_u64(q, qlen, "gap_us");
   c->q_size = query_u64(q, qlen, "size");
+  c->q_batch = query_u64(q, qlen, "batch");
 
   // Header lines.
   const char* line = line_end + 1;
@@ -433,6 +451,7 @@ void start_stream(Conn* c) {
     size = k_max_event_size;
   }
   c->ev_size = size;
+  c->ev_batch = c->q_batch;
   c->next_due = now_ns();
   if (c->stream != Stream::ts) {
     c->event.assign("data: ");
@@ -512,7 +531,7 @@ bool serve_requests(Conn* c) {
 // full (EPOLLOUT will resume), -1 when the connection failed.
 int flush(Conn* c) {
   while (c->out_off < c->out.size()) {
-    ssize_t n = send(c->fd, c->out.data() + c->out_off, c->out.size() - c->out_off, MSG_NOSIGNAL);
+    ssize_t n = conn_send(c, c->out.data() + c->out_off, c->out.size() - c->out_off);
     if (n > 0) {
       c->out_off += static_cast<size_t>(n);
       continue;
@@ -561,7 +580,7 @@ bool produce(Conn* c) {
     // One event when paced; as many as fit a batch when not.
     uint64_t k = 1;
     if (c->gap_ns == 0) {
-      k = k_batch_bytes / c->ev_size;
+      k = c->ev_batch > 0 ? c->ev_batch : k_batch_bytes / c->ev_size;
       if (k == 0) {
         k = 1;
       }
@@ -618,8 +637,9 @@ bool pump(Conn* c) {
 
 bool on_readable(Conn* c) {
   static char buf[64 * 1024];
-  for (int i = 0; i < 16; i++) {
-    ssize_t n = recv(c->fd, buf, sizeof buf, 0);
+  const int reads = c->ssl ? 64 : 16; // TLS: a record (<= 16 KiB) per read
+  for (int i = 0; i < reads; i++) {
+    ssize_t n = conn_recv(c, buf, sizeof buf);
     if (n > 0) {
       c->in.append(buf, static_cast<size_t>(n));
       if (c->in.size() > k_max_buffered_input && (c->stream != Stream::none || !c->pending)) {
@@ -632,9 +652,10 @@ bool on_readable(Conn* c) {
           break; // the answer goes out in pump
         }
       }
-      if (static_cast<size_t>(n) < sizeof buf) {
+      if (static_cast<size_t>(n) < sizeof buf && c->ssl == nullptr) {
         break; // drained; level-triggered epoll reports anything newer
       }
+      // TLS returns one record per read: read on until EAGAIN.
       continue;
     }
     if (n < 0 && errno == EINTR) {
@@ -704,6 +725,11 @@ void accept_all(int lfd, int* reserve_fd) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     Conn* c = new Conn;
     c->fd = fd;
+    if (g_tls != nullptr) {
+      c->ssl = SSL_new(g_tls);
+      SSL_set_fd(c->ssl, fd);
+      SSL_set_accept_state(c->ssl); // the first reads run the handshake
+    }
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP;
     ev.data.ptr = c;
@@ -716,17 +742,29 @@ void accept_all(int lfd, int* reserve_fd) {
 int main(int argc, char** argv) {
   int port = 0;
   long max_seconds = 3600;
+  bool ws = false;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--port") == 0 && i + 1 < argc) {
       port = atoi(argv[++i]);
     } else if (strcmp(argv[i], "--max-seconds") == 0 && i + 1 < argc) {
       max_seconds = atol(argv[++i]);
+    } else if (strcmp(argv[i], "--tls") == 0 && i + 2 < argc) {
+      g_tls = bench_tls_server(argv[i + 1], argv[i + 2]);
+      if (g_tls == nullptr) {
+        return 1;
+      }
+      i += 2;
+    } else if (strcmp(argv[i], "--ws") == 0) {
+      ws = true;
     } else {
-      fprintf(stderr, "usage: %s [--port N] [--max-seconds S]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--port N] [--max-seconds S] [--tls CERT KEY | --ws]\n", argv[0]);
       return 2;
     }
   }
   prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (ws) {
+    return run_ws_echo(port, max_seconds);
+  }
   signal(SIGPIPE, SIG_IGN);
   struct sigaction sa {};
   sa.sa_handler = on_signal;
