@@ -13,6 +13,7 @@ clients. Needs `ulimit -n` above 3 * waiters.
 """
 import argparse
 import asyncio
+import multiprocessing
 import os
 import resource
 import statistics
@@ -44,7 +45,11 @@ class Upstream:
                         length = int(line.split(b":")[1])
                 body = await reader.readexactly(length)
                 self.count += 1
-                if b"hold" in body:
+                if head.startswith(b"POST /release "):
+                    self.released.set()
+                elif head.startswith(b"POST /held "):
+                    await self.held.wait()
+                elif b"hold" in body:
                     self.held.set()
                     await self.released.wait()
                 writer.write(ANSWER)
@@ -53,6 +58,25 @@ class Upstream:
             pass
         finally:
             writer.close()
+
+
+def run_upstream(ports):
+    """The upstream, in a process of its own so that the clients do not slow it."""
+
+    async def serve():
+        upstream = Upstream()
+        server = await asyncio.start_server(upstream.serve, "127.0.0.1", 0, backlog=4096)
+        ports.put(server.sockets[0].getsockname()[1])
+        await asyncio.Event().wait()
+
+    asyncio.run(serve())
+
+
+async def post_to(port, path):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write((f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{{}}").encode())
+    await writer.drain()
+    return await read_answer(reader, writer)
 
 
 async def send(port, body):
@@ -90,9 +114,10 @@ def cpu_seconds(pid):
 
 
 async def main(args):
-    upstream = Upstream()
-    server = await asyncio.start_server(upstream.serve, "127.0.0.1", 0, backlog=4096)
-    up_port = server.sockets[0].getsockname()[1]
+    ports = multiprocessing.Queue()
+    upstream_proc = multiprocessing.Process(target=run_upstream, args=(ports,), daemon=True)
+    upstream_proc.start()
+    up_port = ports.get(timeout=10)
     tmp = tempfile.mkdtemp(prefix="waitroom-")
     config = os.path.join(tmp, "keys.toml")
     with open(config, "w") as f:
@@ -111,7 +136,7 @@ async def main(args):
             except OSError:
                 await asyncio.sleep(0.05)
         holder = await send(args.port, '{"hold":1}')
-        await asyncio.wait_for(upstream.held.wait(), 10)
+        await post_to(up_port, "/held")  # answered once the upstream holds the first request
         probes = []
         arriving = True
 
@@ -143,32 +168,43 @@ async def main(args):
         for _ in range(20):
             idle_probes.append(await health_latency(args.port))
             await asyncio.sleep(0.05)
-        seen_before = upstream.count
         cpu_before = cpu_seconds(proc.pid)
         freed = time.monotonic()
-        upstream.released.set()
+        await post_to(up_port, "/release")
         results = await asyncio.gather(*(read_answer(r, w) for r, w in waiters))
         drained = max(t for _, t in results) - freed
         cpu = cpu_seconds(proc.pid) - cpu_before
         await read_answer(*holder)
+        # The pace of the upstream through keyshim with nobody waiting: the
+        # same number of requests one after the other on one connection.
+        reader, writer = await asyncio.open_connection("127.0.0.1", args.port)
+        sequential_start = time.monotonic()
+        for i in range(args.waiters):
+            writer.write(REQUEST.format(n=2, body="{}").encode())
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = [int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")]
+            await reader.readexactly(length[0] if length else 0)
+        sequential = time.monotonic() - sequential_start
+        writer.close()
         statuses = {}
         for status, _ in results:
             statuses[status] = statuses.get(status, 0) + 1
         print(f"keyshim {args.keyshim}, {args.waiters} waiters, one key, max_concurrent = 1"
               f"{', -v' if args.verbose else ''}")
         print(f"  arrivals absorbed in {absorb_s:.2f} s, keyshim CPU {absorb_cpu:.2f} s; "
-              f"upstream saw {seen_before} requests before the key was freed")
+              "the upstream holds the first request")
         print(f"  /health while they arrive: median {statistics.median(probes) * 1e3:.1f} ms, "
               f"max {max(probes) * 1e3:.1f} ms ({len(probes)} probes)")
         print(f"  /health while they wait: median {statistics.median(idle_probes) * 1e3:.1f} ms, "
               f"max {max(idle_probes) * 1e3:.1f} ms (20 probes)")
         print(f"  key freed -> last waiter answered: {drained:.3f} s; keyshim CPU meanwhile {cpu:.2f} s")
+        print(f"  the same number of requests one after the other, nobody waiting: {sequential:.3f} s")
         print(f"  statuses: {statuses}")
         return 0 if statuses == {200: args.waiters} else 1
     finally:
         proc.terminate()
         proc.wait()
-        server.close()
+        upstream_proc.terminate()
 
 
 if __name__ == "__main__":
