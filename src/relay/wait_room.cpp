@@ -62,11 +62,11 @@ void WaitRoom::serve(const std::string& pool) {
     return;
   }
   Lanes& lanes = found->second;
-  std::vector<const Lane*> closed;
+  std::vector<const Lane*> found_none; // lanes whose head found no key in this pass
   for (;;) {
     Lane* oldest = nullptr;
     for (auto& [name, lane] : lanes) {
-      bool open = std::find(closed.begin(), closed.end(), &lane) == closed.end();
+      bool open = std::find(found_none.begin(), found_none.end(), &lane) == found_none.end();
       if (open && !lane.empty() && (!oldest || lane.begin()->first < oldest->begin()->first)) {
         oldest = &lane;
       }
@@ -79,7 +79,7 @@ void WaitRoom::serve(const std::string& pool) {
     if (!waiter || waiter->retry()) {
       oldest->erase(number); // by number: the retry may have left already
     } else if (oldest->count(number) != 0) {
-      closed.push_back(oldest);
+      found_none.push_back(oldest);
     } // else it still waits, but elsewhere (its pool moved in a reload): the lane stays open
   }
 }

@@ -10,8 +10,10 @@
 // to the oldest waiter at the head of any lane; one that gets a key (or its
 // answer) leaves, and the next oldest head is asked; a head that finds no key
 // stays where it is, and its lane is done for this wake: those behind it want
-// the same model, so they would find none either. The wake ends when every
-// lane's head found no key. So a release asks at most (waiters served + lanes)
+// the same model, so they would find none either (a request's own exclusions,
+// keys that already failed it, can differ: such a head holds its lane only
+// until a key it may use frees or its max_wait ends). The wake ends when
+// every lane's head found no key. So a release asks at most (waiters served + lanes)
 // waiters, and a waiter for model A never holds up one for model B whose key
 // is free. Event-loop thread only.
 #include <cstddef>

@@ -323,6 +323,37 @@ TEST_F(WaitRoomTest, AWakeOfAnotherPoolFromInsideARetryIsNotLost) {
   EXPECT_TRUE(m_room.empty());
 }
 
+// A waiter asked after a reload moved its pool may go on waiting in the new
+// pool's queue: the lane it left stays open, and the next waiter is asked.
+TEST_F(WaitRoomTest, AWaiterThatMovesToAnotherPoolDoesNotCloseTheLaneItLeft) {
+  class Moves : public PoolWaiter {
+  public:
+    Moves(pool::KeyPool& pool, Journal& journal, WaitRoom& room)
+        : PoolWaiter("moves", pool, journal), m_room(room) {}
+    bool retry() override {
+      ++tries;
+      m_room.leave(place);
+      place.pool = "renamed";
+      m_room.enter(place, self.lock());
+      return false;
+    }
+    std::weak_ptr<Moves> self;
+
+  private:
+    WaitRoom& m_room;
+  };
+  auto moves = std::make_shared<Moves>(m_pool, m_journal, m_room);
+  moves->self = moves;
+  moves->place.pool = "openai";
+  m_room.enter(moves->place, moves);
+  auto next = waiter("next");
+  m_room.wake("openai"); // the slot is free
+  EXPECT_EQ(m_journal.served, std::vector<std::string>{"next"});
+  EXPECT_EQ(m_room.waiting("openai"), 0u);
+  EXPECT_EQ(m_room.waiting("renamed"), 1u);
+  EXPECT_EQ(moves->tries, 1);
+}
+
 TEST_F(WaitRoomTest, ShutdownTellsEveryWaiterAndEmptiesTheRoom) {
   auto a = waiter("a");
   auto b = waiter("b", "", "anthropic");
