@@ -54,6 +54,16 @@ Answer unreachable_answer(const std::vector<std::string>& tried_keys) {
                            "keyshim_upstream_unreachable", "upstream_unreachable");
 }
 
+Answer no_pool_answer(std::string_view path, const config::Config& config) {
+  std::string routes;
+  for (const config::PoolConfig& pool : config.pools) {
+    routes += (routes.empty() ? "" : ", ") + pool.route() + "/";
+  }
+  return json_error_answer(
+      404, fmt::format("keyshim: no pool serves {}; this keyshim's pools are at {}", path, routes),
+      "keyshim_no_pool", "unknown_pool");
+}
+
 Answer no_key_answer(const pool::Selection& selection, util::TimePoint now, milliseconds waited) {
   std::string after = waited.count() > 0 ? fmt::format(" (waited {})", util::format_duration(waited)) : "";
   if (selection.busy) {

@@ -39,6 +39,9 @@ Answer unreachable_answer(const std::vector<std::string>& tried_keys);
 Answer no_key_answer(const pool::Selection& selection, util::TimePoint now,
                      std::chrono::milliseconds waited = {});
 
+// 404 for `path`, which no pool of `config` serves, naming the routes that exist.
+Answer no_pool_answer(std::string_view path, const config::Config& config);
+
 // The answer as bytes on the wire, with its Content-Length; without the body
 // for a HEAD request; with `Connection: close` when the connection ends.
 std::string serialize(const Answer& answer, bool head_request, bool close);

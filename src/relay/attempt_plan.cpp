@@ -38,6 +38,26 @@ void AttemptPlan::after_failure(std::size_t index, policy::Action action) {
   m_repeat.reset();
 }
 
+void AttemptPlan::rekey(const pool::KeyPool& from, const pool::KeyPool& to) {
+  std::vector<bool> excluded(to.size(), false);
+  std::vector<bool> retried(to.size(), false);
+  std::optional<std::size_t> repeat;
+  for (std::size_t i = 0; i < from.size() && i < m_excluded.size(); ++i) {
+    const std::string& fingerprint = from.key(i).secret.fingerprint();
+    for (std::size_t j = 0; j < to.size(); ++j) {
+      if (to.key(j).secret.fingerprint() == fingerprint) {
+        excluded[j] = m_excluded[i];
+        retried[j] = m_retried[i];
+        repeat = m_repeat == i ? std::optional<std::size_t>(j) : repeat;
+        break;
+      }
+    }
+  }
+  m_excluded = std::move(excluded);
+  m_retried = std::move(retried);
+  m_repeat = repeat;
+}
+
 Answer AttemptPlan::final_answer() const {
   return m_last_error ? *m_last_error : unreachable_answer(m_tried);
 }

@@ -37,6 +37,11 @@ public:
   // once (retry_same_key, the first time for that key), else another key.
   void after_failure(std::size_t index, policy::Action action);
 
+  // A reload gave the request's pool new keys (`to`, built from `from`): what
+  // it remembers of a key follows that key by fingerprint, and a key only
+  // `to` has is fresh for it. Attempts made and the wait so far still count.
+  void rekey(const pool::KeyPool& from, const pool::KeyPool& to);
+
   // What the attempt with a key got, for the 502 ("label: what happened").
   void note_tried(std::string entry) { m_tried.push_back(std::move(entry)); }
   // An upstream error answer: the most truthful answer once keys run out.

@@ -20,14 +20,14 @@ std::string path_of(std::string_view target) {
 
 Exchange::Exchange(std::shared_ptr<const PoolState> state, const Route& route, ClientRequest request,
                    std::shared_ptr<Downstream> client, RelayContext& context)
-    : m_state(std::move(state)), m_served(m_state->pools.at(route.pool)),
-      m_settings(m_served.config->upstream), m_pool(*m_served.keys), m_request(std::move(request)),
+    : m_state(std::move(state)), m_served(&m_state->pools.at(route.pool)),
+      m_settings(&m_served->config->upstream), m_pool(m_served->keys.get()), m_request(std::move(request)),
       m_client(std::move(client)), m_context(context), m_started(context.mono.now()),
-      m_plan(m_pool.size(), m_settings.max_attempts), m_out(m_client->socket()),
+      m_plan(m_pool->size(), m_settings->max_attempts), m_out(m_client->socket()),
       m_timer(m_client->socket().get_executor()) {
   m_record.method = std::string(m_request.method_string());
   m_record.path = path_of(m_request.target()); // as the client sent it, with the pool's prefix
-  m_record.pool = m_served.config->name;
+  m_record.pool = m_served->config->name;
   m_request.target(route.target);
   m_model = policy::request_model(m_request.target(), m_request.body());
   m_record.model = m_model.value_or("");
@@ -37,7 +37,7 @@ void Exchange::start() {
   watch_client();
   // Requests already waiting for this pool's keys go first: one may be
   // free now because a cooldown ended a moment before their timer fires.
-  m_context.waits.wake(m_served.config->name);
+  m_context.waits.wake(m_served->config->name);
   choose_key();
 }
 
@@ -47,7 +47,7 @@ void Exchange::choose_key() {
   m_phase = Choosing{};
   m_watchdog.stop();
   while (!m_plan.out_of_attempts()) {
-    pool::Selection selection = m_pool.acquire(m_plan.mask(), model());
+    pool::Selection selection = m_pool->acquire(m_plan.mask(), model());
     if (selection.index) {
       attempt(selection);
       return;
@@ -74,14 +74,14 @@ void Exchange::attempt(pool::Selection selection) {
   m_plan.begin();
   m_record.attempts = m_plan.attempts();
   m_lease =
-      KeyLease(m_pool, index, selection.probe ? model() : nullptr, m_context.waits, m_served.config->name);
-  const config::KeyConfig& key = m_pool.key(index);
+      KeyLease(*m_pool, index, selection.probe ? model() : nullptr, m_context.waits, m_served->config->name);
+  const config::KeyConfig& key = m_pool->key(index);
   std::optional<std::size_t> body_size;
   if (!m_request.body().empty() || m_request.has_content_length() || m_request.chunked()) {
     body_size = m_request.body().size();
   }
   UpstreamAttempt::Request request{
-      upstream_head(m_request.base(), upstream_target(m_request.target(), m_served.query_auth_params, key),
+      upstream_head(m_request.base(), upstream_target(m_request.target(), m_served->query_auth_params, key),
                     key, body_size),
       &m_request.body(), m_request.method() == http::verb::head};
   auto upstream = std::make_shared<UpstreamAttempt>(
@@ -97,7 +97,7 @@ void Exchange::fail_attempt(policy::TransportFailure failure, const std::string&
   Trying& t = *trying();
   const std::size_t key = t.key;
   drop_upstream();
-  util::log_debug("key {} attempt failed: {} ({})", m_pool.key(key).label, failure_word(failure, false),
+  util::log_debug("key {} attempt failed: {} ({})", m_pool->key(key).label, failure_word(failure, false),
                   detail);
   policy::Outcome outcome;
   outcome.transport = failure;
@@ -110,9 +110,9 @@ void Exchange::fail_attempt(policy::TransportFailure failure, const std::string&
 policy::Verdict Exchange::verdict_for(std::size_t key, const policy::Outcome& outcome) const {
   bool key_wide = outcome.transport != policy::TransportFailure::none &&
                   outcome.transport != policy::TransportFailure::first_byte_timeout;
-  pool::Streaks streaks = m_pool.streaks(key, key_wide ? nullptr : model());
+  pool::Streaks streaks = m_pool->streaks(key, key_wide ? nullptr : model());
   return policy::classify(outcome, {streaks.failures, streaks.rate_limits}, m_context.wall.now(),
-                          {m_settings.max_cooldown});
+                          {m_settings->max_cooldown});
 }
 
 void Exchange::act(std::size_t key, const policy::Outcome& outcome, const policy::Verdict& verdict,

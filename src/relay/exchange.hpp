@@ -83,6 +83,7 @@ struct RelayContext {
   util::MonoClock& mono; // deadlines and waits
   util::Clock& wall;     // cooldowns and Retry-After, which providers give as dates
   WaitRoom& waits;
+  const StateSource& states; // the newest pool file, for requests that waited
 };
 
 class Exchange : public std::enable_shared_from_this<Exchange>,
@@ -165,6 +166,9 @@ private:
   bool cooling_for_request(std::size_t index) const;
   void stop_waiting();
   void on_wait_deadline();
+  void rearm_wait();
+  bool take_newest_state();
+  void serve_from(std::shared_ptr<const PoolState> state, const Route& route);
 
   // ---- the response body before and at the commit point (exchange_body.cpp)
   void take_error_piece(std::string_view piece, bool done);
@@ -198,10 +202,12 @@ private:
   // Leave the current phase's upstream attempt, if any: it reports nothing more.
   void drop_upstream();
 
+  // The pool file and the pool the request is served from: the state current
+  // when its head was read, or a newer one once it waited (take_newest_state).
   std::shared_ptr<const PoolState> m_state;
-  const ServedPool& m_served;
-  const config::UpstreamSettings& m_settings;
-  pool::KeyPool& m_pool;
+  const ServedPool* m_served = nullptr;
+  const config::UpstreamSettings* m_settings = nullptr;
+  pool::KeyPool* m_pool = nullptr;
   ClientRequest m_request;
   std::optional<std::string> m_model; // the model the request asks for, if it names one
   std::shared_ptr<Downstream> m_client;
@@ -218,6 +224,8 @@ private:
     std::size_t key = 0; // the key whose socket the tunnel left
   };
   std::optional<Reopening> m_reopening;
+  WaitRoom::Place m_place; // where it waits for a key; kept, so its age counts when it waits again
+  bool m_in_room = false;  // m_place is in the wait room
   AttemptPlan m_plan;
   KeyLease m_lease; // declared after m_model, which its probe points at
   ClientStream m_out;

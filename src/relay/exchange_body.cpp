@@ -23,12 +23,12 @@ bool is_event_stream(const http::response_header<>& head) {
 
 void Exchange::attempt_connecting() {
   trying()->step = Trying::Step::connecting;
-  arm_deadline(m_settings.connect_timeout);
+  arm_deadline(m_settings->connect_timeout);
 }
 
 void Exchange::attempt_sending() {
   trying()->step = Trying::Step::sending;
-  arm_deadline(m_settings.first_byte_timeout);
+  arm_deadline(m_settings->first_byte_timeout);
 }
 
 void Exchange::attempt_failed(policy::TransportFailure failure, const std::string& detail) {
@@ -123,7 +123,7 @@ void Exchange::take_probe_piece(std::string_view piece, bool done) {
   bool more = t.probe.wants_more(piece, done);
   if (first) {
     arm_deadline(
-        m_settings.idle_timeout); // keep-alive comments before the first event count as a live upstream
+        m_settings->idle_timeout); // keep-alive comments before the first event count as a live upstream
   }
   if (more) {
     t.upstream->read_body();

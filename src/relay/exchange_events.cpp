@@ -31,13 +31,13 @@ const char* failure_word(policy::TransportFailure failure, bool chain) {
 
 void Exchange::apply_health(std::size_t index, const policy::Outcome& outcome,
                             const policy::Verdict& verdict) {
-  const std::string& label = m_pool.key(index).label;
+  const std::string& label = m_pool->key(index).label;
   bool response = outcome.transport == policy::TransportFailure::none;
   m_plan.note_tried(fmt::format(
       "{}: {}", label, response ? std::to_string(outcome.status) : failure_word(outcome.transport, false)));
   m_record.chain.push_back(fmt::format(
       "{}:{}", label, response ? std::to_string(outcome.status) : failure_word(outcome.transport, true)));
-  pool::Streaks streaks = m_pool.report(index, model(), health_report(outcome, verdict));
+  pool::Streaks streaks = m_pool->report(index, model(), health_report(outcome, verdict));
   // A model's trouble cools the pair (key, model); the key serves other models.
   log_health_change(label, verdict, verdict.scope == policy::Scope::model ? model() : nullptr, streaks);
 }
@@ -85,10 +85,10 @@ void Exchange::on_deadline() {
     on_wait_deadline();
   } else if (in<Streaming>()) {
     stream_failed(
-        fmt::format("upstream silent for more than {}", util::format_duration(m_settings.idle_timeout)));
+        fmt::format("upstream silent for more than {}", util::format_duration(m_settings->idle_timeout)));
   } else if (Trying* t = trying(); t && t->step == Trying::Step::connecting) {
     fail_attempt(policy::TransportFailure::connect,
-                 fmt::format("no connection within {}", util::format_duration(m_settings.connect_timeout)));
+                 fmt::format("no connection within {}", util::format_duration(m_settings->connect_timeout)));
   } else if (t) {
     // Nothing has been sent to the client, so a silent upstream can still be
     // failed over, to another key (a replay on the same one multiplies the wait).

@@ -43,17 +43,17 @@ void Exchange::open_tunnel() {
 
   // The handshake was the request: it counts as the key's success, and an
   // open WebSocket holds no max_concurrent slot (it may idle for hours).
-  m_pool.report(key, model(), served_report(101));
+  m_pool->report(key, model(), served_report(101));
   m_lease.release();
-  m_pool.count_websocket(key, +1);
-  m_record.key_label = m_pool.key(key).label;
+  m_pool->count_websocket(key, +1);
+  m_record.key_label = m_pool->key(key).label;
   m_record.chain.push_back(fmt::format("{}:101", m_record.key_label));
   m_record.status = 101;
   m_watchdog.stop();
   m_timer.cancel();
   if (m_reopening) {
     Reopening left = *std::exchange(m_reopening, std::nullopt);
-    m_pool.count_websocket(left.key, -1);
+    m_pool->count_websocket(left.key, -1);
     m_phase = Tunnelling{left.tunnel, key};
     util::log_debug("websocket turn moved to key {}", m_record.key_label);
     left.tunnel->reattach(std::move(conn), std::move(from_upstream));
@@ -65,9 +65,9 @@ void Exchange::open_tunnel() {
     m_client->socket().cancel(ignored);
     m_watching_client = false;
   }
-  auto tunnel =
-      std::make_shared<WsTunnel>(m_client->socket(), std::move(conn), m_context.mono, m_settings.idle_timeout,
-                                 std::shared_ptr<WsTunnel::Events>(shared_from_this(), this));
+  auto tunnel = std::make_shared<WsTunnel>(m_client->socket(), std::move(conn), m_context.mono,
+                                           m_settings->idle_timeout,
+                                           std::shared_ptr<WsTunnel::Events>(shared_from_this(), this));
   m_phase = Tunnelling{tunnel, key};
   if (is_responses_socket(m_request.target())) {
     tunnel->read_events();
@@ -82,7 +82,7 @@ void Exchange::open_tunnel() {
 void Exchange::upstream_text(std::string_view text) {
   const std::size_t key = std::get<Tunnelling>(m_phase).key;
   if (std::optional<policy::Usage> usage = policy::socket_event_usage(text)) {
-    m_pool.count_tokens(key, usage->input.value_or(0), usage->output.value_or(0));
+    m_pool->count_tokens(key, usage->input.value_or(0), usage->output.value_or(0));
     m_record.input_tokens = m_record.input_tokens.value_or(0) + usage->input.value_or(0);
     m_record.output_tokens = m_record.output_tokens.value_or(0) + usage->output.value_or(0);
   }
@@ -141,8 +141,8 @@ void Exchange::tunnel_closed(const WsTunnel::Summary& summary) {
   } else {
     return;
   }
-  m_pool.count_websocket(key, -1);
-  m_pool.count_bytes(key, summary.bytes_down);
+  m_pool->count_websocket(key, -1);
+  m_pool->count_bytes(key, summary.bytes_down);
   m_record.bytes = summary.bytes_down;
   m_record.websocket = fmt::format(
       "{} messages up, {} down, {} bytes up{}; {}", summary.messages_up, summary.messages_down,

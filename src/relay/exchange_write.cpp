@@ -20,8 +20,8 @@ void Exchange::commit(std::string_view first, bool done, std::string held) {
   int status = static_cast<int>(head.result_int());
   m_out.begin(t.upstream->parser(), m_request, m_request.keep_alive(), *m_state->redactor);
 
-  const config::KeyConfig& key = m_pool.key(t.key);
-  m_pool.report(t.key, model(), served_report(status));
+  const config::KeyConfig& key = m_pool->key(t.key);
+  m_pool->report(t.key, model(), served_report(status));
   m_record.key_label = key.label;
   m_record.chain.push_back(fmt::format("{}:{}", key.label, status));
   m_record.ttfb = duration_cast<milliseconds>(m_context.mono.now() - m_started);
@@ -30,7 +30,7 @@ void Exchange::commit(std::string_view first, bool done, std::string held) {
   policy::UsageMeter usage(head[http::field::content_type], head[http::field::content_encoding]);
   m_phase = Streaming{std::move(t.upstream), t.key, std::move(usage), std::move(held)};
   Streaming& s = std::get<Streaming>(m_phase);
-  arm_deadline(m_settings.idle_timeout); // may be earlier than the first-byte one
+  arm_deadline(m_settings->idle_timeout); // may be earlier than the first-byte one
   write_piece(s.held.empty() ? first : std::string_view(s.held), done);
 }
 
@@ -110,11 +110,11 @@ void Exchange::on_answer_written(const ErrorCode& ec, bool close) {
 // error or keyshim's own answer counts toward no key.
 void Exchange::count_usage(Streaming& s) {
   policy::Usage usage = s.usage.finish();
-  m_pool.count_bytes(s.key, m_record.bytes);
+  m_pool->count_bytes(s.key, m_record.bytes);
   m_record.input_tokens = usage.input;
   m_record.output_tokens = usage.output;
   if (usage.input || usage.output) {
-    m_pool.count_tokens(s.key, usage.input.value_or(0), usage.output.value_or(0));
+    m_pool->count_tokens(s.key, usage.input.value_or(0), usage.output.value_or(0));
   }
 }
 

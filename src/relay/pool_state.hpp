@@ -46,4 +46,13 @@ struct PoolState {
   static PoolState unusable(std::string problem);
 };
 
+// Where the newest published state is read: a request that waited for a key
+// is served from the state current when it is woken, not the one it came in
+// under (a reload may have changed its pool's keys or limits).
+class StateSource {
+public:
+  virtual ~StateSource() = default;
+  virtual std::shared_ptr<const PoolState> current() const = 0;
+};
+
 } // namespace keyshim::relay

@@ -1,99 +1,137 @@
 #include "relay/wait_room.hpp"
 
 #include <algorithm>
-#include <vector>
 
 namespace keyshim::relay {
-namespace {
 
-bool is(const std::weak_ptr<Waiter>& entry, const Waiter* waiter) {
-  std::shared_ptr<Waiter> held = entry.lock();
-  return !held || held.get() == waiter; // an expired entry goes too
-}
-
-} // namespace
-
-void WaitRoom::enter(const std::string& pool, const std::shared_ptr<Waiter>& waiter) {
-  std::deque<std::weak_ptr<Waiter>>& queue = m_queues[pool];
-  bool present = std::any_of(queue.begin(), queue.end(),
-                             [&](const std::weak_ptr<Waiter>& entry) { return entry.lock() == waiter; });
-  if (!present) {
-    queue.push_back(waiter);
+void WaitRoom::enter(Place& place, const std::shared_ptr<Waiter>& waiter) {
+  if (place.number == 0) {
+    place.number = m_next_number++;
   }
+  m_pools[place.pool][place.lane].emplace(place.number, waiter); // keeps an entry already there
 }
 
-void WaitRoom::leave(const std::string& pool, const Waiter* waiter) {
-  auto found = m_queues.find(pool);
-  if (found == m_queues.end()) {
+void WaitRoom::leave(const Place& place) {
+  auto pool = m_pools.find(place.pool);
+  if (pool == m_pools.end()) {
     return;
   }
-  std::deque<std::weak_ptr<Waiter>>& queue = found->second;
-  queue.erase(std::remove_if(queue.begin(), queue.end(),
-                             [&](const std::weak_ptr<Waiter>& entry) { return is(entry, waiter); }),
-              queue.end());
-  if (queue.empty()) {
-    m_queues.erase(found);
+  auto lane = pool->second.find(place.lane);
+  if (lane == pool->second.end()) {
+    return;
+  }
+  lane->second.erase(place.number);
+  if (!m_waking) {
+    prune(place.pool);
   }
 }
 
-// A retry may release a key (its attempt failed at once) and so wake the
-// room again from inside this loop: that nested wake only asks for one more
-// pass, so the queue is never walked while a retry changes it. Each pass
-// ends: a waiter stays only when it found no key, and the passes stop when
-// one brings nobody out.
+// A retry may release a key (its attempt failed at once) or answer, and so
+// wake a pool from inside this loop: that wake is queued and runs after the
+// current one, so no lane is walked while a retry changes it. Each pass ends:
+// every step either takes a waiter out or closes a lane for the pass, and a
+// pool runs again only when a retry released a key.
 void WaitRoom::wake(const std::string& pool) {
-  if (m_queues.find(pool) == m_queues.end()) {
+  if (m_pools.find(pool) == m_pools.end()) {
     return;
   }
   if (m_waking) {
-    m_again = true;
+    if (std::find(m_pending.begin(), m_pending.end(), pool) == m_pending.end()) {
+      m_pending.push_back(pool);
+    }
     return;
   }
   m_waking = true;
-  do {
-    m_again = false;
-    wake_once(pool);
-  } while (m_again && m_queues.find(pool) != m_queues.end());
+  serve(pool);
+  prune(pool);
+  while (!m_pending.empty()) {
+    std::string next = std::move(m_pending.front());
+    m_pending.erase(m_pending.begin());
+    serve(next);
+    prune(next);
+  }
   m_waking = false;
 }
 
-void WaitRoom::wake_once(const std::string& pool) {
-  auto found = m_queues.find(pool);
-  if (found == m_queues.end()) {
+// The oldest head among the lanes still open in this pass is asked; a head
+// that finds no key closes its lane for the pass. Only the pool's lanes are
+// looked at (a handful: one per model waited for), never the queue behind.
+void WaitRoom::serve(const std::string& pool) {
+  auto found = m_pools.find(pool);
+  if (found == m_pools.end()) {
     return;
   }
-  std::vector<std::shared_ptr<Waiter>> in_order;
-  for (const std::weak_ptr<Waiter>& entry : found->second) {
-    if (std::shared_ptr<Waiter> waiter = entry.lock()) {
-      in_order.push_back(std::move(waiter));
+  Lanes& lanes = found->second;
+  std::vector<const Lane*> found_none; // lanes whose head found no key in this pass
+  for (;;) {
+    Lane* oldest = nullptr;
+    for (auto& [name, lane] : lanes) {
+      bool open = std::find(found_none.begin(), found_none.end(), &lane) == found_none.end();
+      if (open && !lane.empty() && (!oldest || lane.begin()->first < oldest->begin()->first)) {
+        oldest = &lane;
+      }
     }
+    if (!oldest) {
+      return;
+    }
+    const std::uint64_t number = oldest->begin()->first;
+    std::shared_ptr<Waiter> waiter = oldest->begin()->second.lock();
+    if (!waiter || waiter->retry()) {
+      oldest->erase(number); // by number: the retry may have left already
+    } else if (oldest->count(number) != 0) {
+      found_none.push_back(oldest);
+    } // else it still waits, but elsewhere (its pool moved in a reload): the lane stays open
   }
-  for (const std::shared_ptr<Waiter>& waiter : in_order) {
-    if (waiter->retry()) {
-      leave(pool, waiter.get());
-    }
+}
+
+void WaitRoom::prune(const std::string& pool) {
+  auto found = m_pools.find(pool);
+  if (found == m_pools.end()) {
+    return;
+  }
+  std::erase_if(found->second, [](const auto& lane) { return lane.second.empty(); });
+  if (found->second.empty()) {
+    m_pools.erase(found);
+  }
+}
+
+void WaitRoom::wake_all() {
+  std::vector<std::string> pools;
+  for (const auto& [name, lanes] : m_pools) {
+    pools.push_back(name);
+  }
+  for (const std::string& name : pools) {
+    wake(name);
   }
 }
 
 void WaitRoom::close_all() {
   m_closed = true;
   std::vector<std::shared_ptr<Waiter>> everyone;
-  for (auto& [pool, queue] : m_queues) {
-    for (const std::weak_ptr<Waiter>& entry : queue) {
-      if (std::shared_ptr<Waiter> waiter = entry.lock()) {
-        everyone.push_back(std::move(waiter));
+  for (auto& [pool, lanes] : m_pools) {
+    for (auto& [name, lane] : lanes) {
+      for (auto& [number, entry] : lane) {
+        if (std::shared_ptr<Waiter> waiter = entry.lock()) {
+          everyone.push_back(std::move(waiter));
+        }
       }
     }
   }
-  m_queues.clear();
+  m_pools.clear();
   for (const std::shared_ptr<Waiter>& waiter : everyone) {
     waiter->shutting_down();
   }
 }
 
 std::size_t WaitRoom::waiting(const std::string& pool) const {
-  auto found = m_queues.find(pool);
-  return found == m_queues.end() ? 0 : found->second.size();
+  auto found = m_pools.find(pool);
+  std::size_t count = 0;
+  if (found != m_pools.end()) {
+    for (const auto& [name, lane] : found->second) {
+      count += lane.size();
+    }
+  }
+  return count;
 }
 
 } // namespace keyshim::relay

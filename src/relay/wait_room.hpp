@@ -2,13 +2,26 @@
 // Requests waiting for a key (a pool's `max_wait`): when no key is eligible
 // but one may become eligible soon (a cooldown ends, an in-flight slot frees),
 // the request waits here, nothing sent, instead of getting its 503 at once.
-// Waiters are served first come, first served: every wake offers the keys to
-// the waiters of that pool in the order they arrived. Event-loop thread only.
+//
+// The rule, first come first served per pool: every waiter gets a number when
+// it first enters, and its pool's queue is split into lanes, one per model
+// the waiters ask for ("" for requests naming none), because a key can be
+// free for one model and cooling for another. A wake offers the pool's keys
+// to the oldest waiter at the head of any lane; one that gets a key (or its
+// answer) leaves, and the next oldest head is asked; a head that finds no key
+// stays where it is, and its lane is done for this wake: those behind it want
+// the same model, so they would find none either (a request's own exclusions,
+// keys that already failed it, can differ: such a head holds its lane only
+// until a key it may use frees or its max_wait ends). The wake ends when
+// every lane's head found no key. So a release asks at most (waiters served + lanes)
+// waiters, and a waiter for model A never holds up one for model B whose key
+// is free. Event-loop thread only.
 #include <cstddef>
-#include <deque>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace keyshim::relay {
 
@@ -16,7 +29,7 @@ class Waiter {
 public:
   virtual ~Waiter() = default;
   // A key of its pool may be eligible: try again. True when it is done
-  // waiting (it got a key, or gave up), false to stay in its place.
+  // waiting (it got a key, or its answer), false to stay in its place.
   virtual bool retry() = 0;
   // keyshim is shutting down: end the wait (with a 503).
   virtual void shutting_down() = 0;
@@ -24,14 +37,28 @@ public:
 
 class WaitRoom {
 public:
-  // `waiter` waits for a key of `pool`, behind everyone already waiting.
-  // Entering twice keeps the first place.
-  void enter(const std::string& pool, const std::shared_ptr<Waiter>& waiter);
-  // `waiter` stops waiting (it hung up, timed out or got a key).
-  void leave(const std::string& pool, const Waiter* waiter);
-  // A key of `pool` was released or ended its cooldown: offer it to the
-  // waiters in arrival order. Safe to call from inside a retry().
+  // Where a waiter stands: its pool, its lane (the model it asks for) and its
+  // number in arrival order (0 until it first enters).
+  struct Place {
+    std::string pool;
+    std::string lane;
+    std::uint64_t number = 0;
+  };
+
+  // `waiter` waits at `place`. The first entry gives the place its number,
+  // behind everyone already waiting; entering again (a request that waits
+  // once more after an attempt) keeps that number, so its age counts.
+  void enter(Place& place, const std::shared_ptr<Waiter>& waiter);
+  // The waiter at `place` stops waiting (it hung up, timed out or got a
+  // key). Leaving a place that is not in the room does nothing.
+  void leave(const Place& place);
+  // A key of `pool` was released, ended its cooldown, or a request arrived:
+  // offer the keys to its waiters, oldest first (the rule above). Safe to
+  // call from inside a retry(): it then runs once the current wake ends.
   void wake(const std::string& pool);
+  // The pool file was reloaded: every pool's waiters try again (in the new
+  // file's pools, where limits and keys may have changed).
+  void wake_all();
   // Shutdown: every waiter is told, and the room empties for good.
   void close_all();
   // True once close_all() ran: a request must not start to wait then, as
@@ -39,14 +66,19 @@ public:
   bool closed() const { return m_closed; }
 
   std::size_t waiting(const std::string& pool) const;
-  bool empty() const { return m_queues.empty(); }
+  bool empty() const { return m_pools.empty(); }
 
 private:
-  void wake_once(const std::string& pool);
+  using Lane = std::map<std::uint64_t, std::weak_ptr<Waiter>>; // by number: the oldest first
+  using Lanes = std::map<std::string, Lane>;
 
-  std::map<std::string, std::deque<std::weak_ptr<Waiter>>> m_queues;
-  bool m_waking = false; // a wake is running: a nested one only asks for another pass
-  bool m_again = false;
+  void serve(const std::string& pool);
+  void prune(const std::string& pool);
+
+  std::map<std::string, Lanes> m_pools;
+  std::uint64_t m_next_number = 1;
+  bool m_waking = false;              // a wake is running: a nested one is queued
+  std::vector<std::string> m_pending; // pools woken from inside a wake
   bool m_closed = false;
 };
 

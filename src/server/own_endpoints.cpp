@@ -123,14 +123,8 @@ void log_unserved(const Asked& asked, int status, std::string error) {
 // at all (503 with the reason).
 std::optional<relay::Answer> unservable(const Asked& asked, const relay::PoolState& state) {
   if (state.config && !state.route(asked.head.target())) {
-    std::string routes;
-    for (const config::PoolConfig& pool : state.config->pools) {
-      routes += (routes.empty() ? "" : ", ") + pool.route() + "/";
-    }
     log_unserved(asked, 404, "no pool serves this path");
-    return relay::json_error_answer(
-        404, fmt::format("keyshim: no pool serves {}; this keyshim's pools are at {}", asked.path, routes),
-        "keyshim_no_pool", "unknown_pool");
+    return relay::no_pool_answer(asked.path, *state.config);
   }
   if (!state.config) {
     log_unserved(asked, 503, "no usable pool file");

@@ -10,13 +10,13 @@
 
 namespace keyshim::server {
 
-class PublishedState {
+class PublishedState : public relay::StateSource {
 public:
   // Starts with an empty state (no pool file read yet).
   PublishedState();
 
   // The state a request starting now is served from.
-  std::shared_ptr<const relay::PoolState> current() const;
+  std::shared_ptr<const relay::PoolState> current() const override;
   // Make `state` current; a state with a pool file counts one generation.
   void publish(std::shared_ptr<const relay::PoolState> state);
   // Successful loads of the pool file so far, for /status.

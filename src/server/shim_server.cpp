@@ -47,7 +47,7 @@ public:
   explicit Impl(ShimServer& server)
       : m_server(server), m_status_timer(m_ioc.get_executor()),
         m_upstreams(m_ioc.get_executor()), m_relay{m_upstreams, util::steady_clock(), util::system_clock(),
-                                                   m_waits},
+                                                   m_waits, server.m_published},
         m_own(server.m_options.config_path, server.m_published, server.m_listen),
         m_connection_context{
             server.m_options.limits, server.m_head_limits, server.m_published, m_own, m_relay,
@@ -238,6 +238,10 @@ bool ShimServer::reload() {
   }
   // Publish first: "reloaded" must mean that the next request sees the new pool.
   m_published.publish(next);
+  // Then the requests waiting for a key look again, in the new pools: a
+  // raised limit or a new key serves them now, and they stay ahead of any
+  // request that arrives after the reload (which wakes them first anyway).
+  asio::post(m_impl->m_ioc, [this] { m_impl->m_waits.wake_all(); });
   util::log_info("reloaded {}: {} keys in {} pools", m_options.config_path, next->config->key_count(),
                  next->config->pools.size());
   log_key_table(*next->config);

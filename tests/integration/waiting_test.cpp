@@ -143,6 +143,31 @@ TEST(Waiting, AWaitThatOutlastsMaxWaitIsAnswered503WithRetryAfter) {
   ASSERT_TRUE(first.read_response());
 }
 
+// Only the first waiter is asked when a wake finds no key; the one behind it
+// still has its own max_wait, and gets its 503 then too.
+TEST(Waiting, EveryWaiterInTheQueueIsAnswered503AtItsMaxWait) {
+  LogCapture logs;
+  FakeUpstream upstream;
+  upstream.push(held_stream());
+  Shim shim(waiting_pools(upstream.base_url()), "");
+  RawConnection first(shim.port());
+  ASSERT_TRUE(hold_the_key(first, "/brief/v1/first")) << first.received();
+  RawConnection second(shim.port());
+  second.send(post("/brief/v1/second"));
+  ASSERT_TRUE(logs.wait_for(waits("POST /brief/v1/second")));
+  RawConnection third(shim.port());
+  third.send(post("/brief/v1/third"));
+  for (RawConnection* conn : {&second, &third}) {
+    ASSERT_TRUE(conn->read_response());
+    RawResponse res = parse_response(conn->received());
+    EXPECT_EQ(res.status, 503);
+    EXPECT_NE(res.body.find("(waited "), std::string::npos) << res.body;
+  }
+  EXPECT_EQ(upstream.request_count(), 1u);
+  upstream.release();
+  ASSERT_TRUE(first.read_response());
+}
+
 // Waiting cannot help when the only key cools for longer than max_wait: the
 // 503 comes at once, with the cooldown's end as its Retry-After.
 TEST(Waiting, ACooldownLongerThanMaxWaitIsAnswered503AtOnceWithItsRetryAfter) {

@@ -5,6 +5,8 @@
 
 #include "support/fake_clock.hpp"
 
+#include <memory>
+
 #include <gtest/gtest.h>
 
 namespace keyshim::relay {
@@ -53,6 +55,43 @@ TEST(AttemptPlan, ARepeatedKeyThatCooledIsExcluded) {
   EXPECT_TRUE(plan.drop_repeat());
   EXPECT_EQ(plan.mask(), bits({1, 0}));
   EXPECT_FALSE(plan.drop_repeat());
+}
+
+config::KeyConfig key_named(const std::string& label) {
+  config::KeyConfig key;
+  key.label = label;
+  key.secret = util::Secret("sk-plan-" + label + "-0123456789abcdef");
+  return key;
+}
+
+// A reload while the request waited: a key it excluded stays excluded
+// wherever the new file puts it, a new key is open to it, its attempts count.
+TEST(AttemptPlan, AReloadMovesWhatTheRequestKnowsOfAKeyWithTheKey) {
+  test::FakeClock clock;
+  pool::KeyPool before({key_named("a"), key_named("b")}, config::Strategy::ordered, clock);
+  std::shared_ptr<pool::KeyPool> after = pool::KeyPool::reloaded(
+      before, {key_named("c"), key_named("b"), key_named("a")}, config::Strategy::ordered);
+  AttemptPlan plan(2, 4);
+  plan.begin();
+  plan.after_failure(0, Action::next_key); // "a" failed for this request
+  plan.rekey(before, *after);
+  EXPECT_EQ(plan.mask(), bits({0, 0, 1}));
+  EXPECT_EQ(plan.attempts(), 1);
+}
+
+TEST(AttemptPlan, AReloadKeepsTheRepeatOfAKeyThatIsStillThere) {
+  test::FakeClock clock;
+  pool::KeyPool before({key_named("a"), key_named("b")}, config::Strategy::ordered, clock);
+  std::shared_ptr<pool::KeyPool> after =
+      pool::KeyPool::reloaded(before, {key_named("b")}, config::Strategy::ordered);
+  AttemptPlan plan(2, 4);
+  plan.begin();
+  plan.after_failure(1, Action::retry_same_key); // "b" is to be repeated once
+  plan.rekey(before, *after);
+  EXPECT_EQ(plan.mask(), bits({0}));
+  plan.begin();
+  plan.after_failure(0, Action::retry_same_key); // already repeated: excluded now
+  EXPECT_EQ(plan.mask(), bits({1}));
 }
 
 TEST(AttemptPlan, MaxAttemptsBoundsTheAttempts) {

@@ -57,7 +57,8 @@ TEST_F(KeyLeaseTest, ReleasingGivesTheSlotToTheFirstWaiter) {
   EXPECT_TRUE(held.held());
   EXPECT_EQ(in_flight(), 1);
   auto waiter = std::make_shared<TakingWaiter>(m_pool);
-  m_room.enter(m_name, waiter);
+  WaitRoom::Place place{m_name, "", 0};
+  m_room.enter(place, waiter);
   held.release();
   EXPECT_FALSE(held.held());
   EXPECT_TRUE(waiter->got);
