@@ -4,6 +4,7 @@
 
 #include <boost/asio/write.hpp>
 
+#include <type_traits>
 #include <utility>
 
 namespace keyshim::relay {
@@ -76,7 +77,17 @@ void WsTunnel::on_close_written() {
 void WsTunnel::linger() {
   ErrorCode ignored;
   m_client.shutdown(tcp::socket::shutdown_send, ignored);
-  m_upstream->socket().shutdown(tcp::socket::shutdown_send, ignored);
+  // TLS ends with close_notify, as nginx sends it, where no read is pending
+  // on the stream (the upstream has ended its side); else with a FIN.
+  m_upstream->with_stream([&](auto& stream) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(stream)>, TlsStream>) {
+      if (!m_down.reading) {
+        stream.async_shutdown([self = shared_from_this(), conn = m_upstream](const ErrorCode&) {});
+        return;
+      }
+    }
+    m_upstream->socket().shutdown(tcp::socket::shutdown_send, ignored);
+  });
   for (Way way : {Way::up, Way::down}) {
     Direction& d = of(way);
     if (!d.reading && !d.writing && !d.ended) {

@@ -133,6 +133,31 @@ TEST(WebSocket, TextBinaryFragmentedAndLargeMessagesCrossBothWaysUnchanged) {
   EXPECT_TRUE(received[3].data == binary);
 }
 
+TEST(WebSocket, AnHttpsUpstreamIsAWssWebSocketVerifiedLikeAnyRequest) {
+  if (!localhost_resolves_to_ipv4_loopback()) {
+    GTEST_SKIP() << "localhost does not resolve to 127.0.0.1 here";
+  }
+  TempDir dir;
+  TestPki pki = make_test_pki(dir);
+  WsUpstream upstream(pki);
+  upstream.refuse_next(json(429, R"({"error":{"message":"slow down"}})", {{"Retry-After", "30"}}));
+  upstream.behave(WsBehaviour::greet_then_echo);
+  Shim shim(pool_toml(2, "ca_file = '" + pki.ca_pem + "'\n"), upstream.base_url());
+  WsClient client(shim.port(), "/v1/realtime");
+  ASSERT_TRUE(client.open()) << client.status() << " " << client.error();
+  auto greeting = client.read();
+  ASSERT_TRUE(greeting);
+  EXPECT_EQ(greeting->data, "hello");
+  std::string big(300 * 1024, 'q');
+  client.send({false, big});
+  auto echo = client.read();
+  ASSERT_TRUE(echo);
+  EXPECT_TRUE(echo->data == big);
+  EXPECT_EQ(keys_seen(upstream), (std::vector<std::string>{bearer(0), bearer(1)}));
+  client.socket().close(ws::close_reason(ws::close_code::normal));
+  EXPECT_EQ(upstream.wait_for_end(), 1000);
+}
+
 TEST(WebSocket, TheUpstreamsFirstMessageSentWithThe101Arrives) {
   WsUpstream upstream;
   upstream.behave(WsBehaviour::greet_then_echo);

@@ -1,12 +1,14 @@
 #include "support/http_ws_peers.hpp"
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -39,7 +41,7 @@ SeenRequest seen_of(const http::request<http::string_body>& request) {
   return seen;
 }
 
-void write_refusal(tcp::socket& socket, const Scripted& script) {
+template <class Stream> void write_refusal(Stream& socket, const Scripted& script) {
   http::response<http::string_body> response{static_cast<http::status>(script.status), 11};
   for (const auto& [name, value] : script.headers) {
     response.set(name, value);
@@ -51,12 +53,20 @@ void write_refusal(tcp::socket& socket, const Scripted& script) {
   response.prepare_payload();
   beast::error_code ec;
   http::write(socket, response, ec);
-  socket.shutdown(tcp::socket::shutdown_both, ec);
 }
 
 } // namespace
 
 WsUpstream::WsUpstream() : m_acceptor(m_io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
+  m_port = m_acceptor.local_endpoint().port();
+  m_thread = std::thread([this] { accept_loop(); });
+}
+
+WsUpstream::WsUpstream(const TestPki& pki)
+    : m_tls(std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server)),
+      m_acceptor(m_io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
+  m_tls->use_certificate_chain_file(pki.server_pem);
+  m_tls->use_private_key_file(pki.server_key, asio::ssl::context::pem);
   m_port = m_acceptor.local_endpoint().port();
   m_thread = std::thread([this] { accept_loop(); });
 }
@@ -131,10 +141,31 @@ void WsUpstream::accept_loop() {
 
 void WsUpstream::serve(tcp::socket socket) {
   bound(socket);
+  {
+    std::lock_guard lock(m_mutex);
+    m_open.push_back(&socket);
+  }
+  if (m_tls) {
+    asio::ssl::stream<tcp::socket&> tls(socket, *m_tls);
+    beast::error_code ec;
+    tls.handshake(asio::ssl::stream_base::server, ec);
+    if (!ec) {
+      serve_on(tls, socket);
+    }
+  } else {
+    serve_on(socket, socket);
+  }
+  std::lock_guard lock(m_mutex);
+  std::erase(m_open, &socket);
+}
+
+// One handshake on `stream` (plain or TLS over `raw`): refused as scripted,
+// else accepted and served as the behaviour says.
+template <class Stream> void WsUpstream::serve_on(Stream& stream, tcp::socket& raw) {
   beast::flat_buffer buffer;
   http::request<http::string_body> request;
   beast::error_code ec;
-  http::read(socket, buffer, request, ec);
+  http::read(stream, buffer, request, ec);
   if (ec) {
     return;
   }
@@ -156,24 +187,20 @@ void WsUpstream::serve(tcp::socket socket) {
     }
   }
   if (refusal) {
-    write_refusal(socket, *refusal);
+    write_refusal(stream, *refusal);
+    raw.shutdown(tcp::socket::shutdown_both, ec);
     return;
   }
-  WsSocket ws(std::move(socket));
-  {
-    std::lock_guard lock(m_mutex);
-    m_open.push_back(&ws.next_layer());
-  }
-  ws.read_message_max(k_max_message);
-  ws.accept(request, ec);
+  ws::stream<Stream&> socket(stream);
+  socket.read_message_max(k_max_message);
+  socket.accept(request, ec);
   if (!ec) {
-    relay_messages(ws, behaviour, events);
+    relay_messages(socket, behaviour, events);
   }
-  std::lock_guard lock(m_mutex);
-  std::erase(m_open, &ws.next_layer());
 }
 
-void WsUpstream::relay_messages(WsSocket& ws, WsBehaviour behaviour, const std::vector<std::string>& events) {
+template <class Ws>
+void WsUpstream::relay_messages(Ws& ws, WsBehaviour behaviour, const std::vector<std::string>& events) {
   beast::error_code ec;
   if (behaviour == WsBehaviour::greet_then_echo) {
     ws.text(true);
@@ -190,8 +217,7 @@ void WsUpstream::relay_messages(WsSocket& ws, WsBehaviour behaviour, const std::
       m_received.push_back({ws.got_text(), beast::buffers_to_string(message.data())});
     }
     if (behaviour == WsBehaviour::hang_up_after_first) {
-      ws.next_layer().shutdown(tcp::socket::shutdown_both, ec);
-      ws.next_layer().close(ec);
+      beast::get_lowest_layer(ws).shutdown(tcp::socket::shutdown_both, ec);
       ended(0);
       return;
     }

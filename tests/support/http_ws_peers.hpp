@@ -4,14 +4,17 @@
 // that refuses handshakes as scripted and then echoes, closes or hangs up,
 // and a client that opens a WebSocket through keyshim.
 #include "support/http_fake_upstream.hpp"
+#include "support/http_tls_fixture.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/beast/websocket/stream.hpp>
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -40,12 +43,17 @@ enum class WsBehaviour {
 class WsUpstream {
 public:
   WsUpstream();
+  // Speaking TLS with `pki`'s server certificate (wss://localhost:PORT).
+  explicit WsUpstream(const TestPki& pki);
   ~WsUpstream();
   WsUpstream(const WsUpstream&) = delete;
   WsUpstream& operator=(const WsUpstream&) = delete;
 
   int port() const { return m_port; }
-  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(m_port); }
+  std::string base_url() const {
+    return m_tls ? "https://localhost:" + std::to_string(m_port)
+                 : "http://127.0.0.1:" + std::to_string(m_port);
+  }
 
   // The next handshake is refused with this answer (a queue; once empty, accepted).
   void refuse_next(Scripted answer);
@@ -64,10 +72,13 @@ public:
 private:
   void accept_loop();
   void serve(boost::asio::ip::tcp::socket socket);
-  void relay_messages(WsSocket& socket, WsBehaviour behaviour, const std::vector<std::string>& events);
+  template <class Stream> void serve_on(Stream& stream, boost::asio::ip::tcp::socket& raw);
+  template <class Ws>
+  void relay_messages(Ws& socket, WsBehaviour behaviour, const std::vector<std::string>& events);
   void ended(int code);
 
   boost::asio::io_context m_io;
+  std::unique_ptr<boost::asio::ssl::context> m_tls;
   boost::asio::ip::tcp::acceptor m_acceptor;
   int m_port = 0;
   std::thread m_thread;
