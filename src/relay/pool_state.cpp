@@ -47,6 +47,7 @@ PoolState PoolState::serving(std::shared_ptr<const config::Config> config,
     state.pools.push_back(std::move(served));
   }
   state.redactor = std::make_shared<const Redactor>(all);
+  state.tls = TlsContexts::build(*config);
   state.config = std::move(config);
   return state;
 }

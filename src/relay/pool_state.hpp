@@ -5,6 +5,7 @@
 #include "config/config.hpp"
 #include "pool/key_pool.hpp"
 #include "relay/redact.hpp"
+#include "relay/tls_contexts.hpp"
 
 #include <memory>
 #include <optional>
@@ -33,13 +34,16 @@ struct PoolState {
   std::string problem;                          // why not, with the fix, for 503 answers
   std::shared_ptr<const Redactor> redactor;     // every key of every pool, for redaction
   std::optional<std::size_t> default_pool;      // index of the pool at /, if the file has one
+  std::shared_ptr<const TlsContexts> tls;       // every TLS context the https keys need
 
   // The pool for a request target: /NAME and /NAME/... go to pool NAME
   // (forwarded as / and /...), anything else to the default pool; nullopt
   // when the file has no default pool and no pool owns the prefix.
   std::optional<Route> route(std::string_view target) const;
 
-  // A state serving `pools` (one KeyPool per config->pools entry) under `config`.
+  // A state serving `pools` (one KeyPool per config->pools entry) under
+  // `config`, its TLS contexts built now: on the thread that loads the file,
+  // so that no request and no event-loop turn pays for the trust store.
   static PoolState serving(std::shared_ptr<const config::Config> config,
                            std::vector<std::shared_ptr<pool::KeyPool>> pools);
   // A state that answers every request 503 with `problem`.

@@ -38,7 +38,7 @@ void UpstreamAttempt::start(MonoTime now) {
 void UpstreamAttempt::connect_fresh() {
   std::string error;
   m_reused = false;
-  m_conn = m_upstreams.make(m_key, error);
+  m_conn = m_upstreams.make(m_key, m_request.tls.get(), error);
   if (!m_conn) {
     fail(policy::TransportFailure::tls, error);
     return;

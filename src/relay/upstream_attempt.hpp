@@ -55,6 +55,7 @@ public:
     std::string head;        // the upstream request head, key included
     const std::string* body; // the client's body, alive as long as the exchange
     bool head_method;        // a HEAD request: the response has no body
+    std::shared_ptr<const TlsContexts> tls; // the state's, for a fresh https connection
   };
   // `pieces` is k_piece_size bytes where body pieces land; `mono` times how
   // fast a pooled connection failed (see k_stale_window).
