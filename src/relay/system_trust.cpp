@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -40,20 +41,27 @@ public:
       return;
     }
     m_state = State::loading;
-    std::thread([this] {
+    // Joined at exit, before OpenSSL's own exit handler (registered earlier,
+    // so run later) frees what the read is using.
+    static Joined reader;
+    reader.thread = std::thread([this] {
 #ifdef __linux__
       // Behind the event loop for the CPU: this thread's work is never urgent
       // unless a handshake waits for it.
       setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
 #endif
       load();
-    }).detach();
+    });
   }
 
-  // The certificates, read now on this thread if no one has started, else
-  // once the background read is done.
-  const std::vector<X509*>& certificates() {
+  // The certificates, read now on this thread if no one has started (or the
+  // environment names another file since), else once the background read
+  // is done.
+  std::vector<X509*> certificates() {
     std::unique_lock lock(m_mutex);
+    if (m_state == State::loaded && m_path != bundle_path()) {
+      m_state = State::idle;
+    }
     if (m_state == State::idle) {
       m_state = State::loading;
       lock.unlock();
@@ -66,11 +74,23 @@ public:
 
 private:
   enum class State { idle, loading, loaded };
+  struct Joined {
+    std::thread thread;
+    ~Joined() {
+      if (thread.joinable()) {
+        thread.join();
+      }
+    }
+  };
+
+  static std::string bundle_path() {
+    return env_or(X509_get_default_cert_file_env(), X509_get_default_cert_file());
+  }
 
   void load() {
     std::vector<X509*> certs;
-    const char* path = env_or(X509_get_default_cert_file_env(), X509_get_default_cert_file());
-    if (BIO* in = BIO_new_file(path, "r")) {
+    std::string path = bundle_path();
+    if (BIO* in = BIO_new_file(path.c_str(), "r")) {
       STACK_OF(X509_INFO)* infos = PEM_X509_INFO_read_bio(in, nullptr, nullptr, nullptr);
       for (int i = 0; infos && i < sk_X509_INFO_num(infos); ++i) {
         X509_INFO* info = sk_X509_INFO_value(infos, i);
@@ -83,7 +103,9 @@ private:
     }
     ERR_clear_error(); // a missing bundle is no error: the directory may hold everything
     std::lock_guard lock(m_mutex);
+    m_retired.insert(m_retired.end(), m_certs.begin(), m_certs.end());
     m_certs = std::move(certs);
+    m_path = std::move(path);
     m_state = State::loaded;
     m_loaded.notify_all();
   }
@@ -92,6 +114,8 @@ private:
   std::condition_variable m_loaded;
   State m_state = State::idle;
   std::vector<X509*> m_certs;
+  std::vector<X509*> m_retired; // an earlier file's (tests change the environment): never freed
+  std::string m_path;
 };
 
 // The lookup's answer, as OpenSSL's own lookups give it: every certificate
