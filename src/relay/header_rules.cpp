@@ -67,7 +67,11 @@ std::string host_field(const config::UpstreamUrl& url) {
   bool default_port = (url.tls() && url.port == 443) || (!url.tls() && url.port == 80);
   bool v6 = url.host.find(':') != std::string::npos;
   std::string host = v6 ? "[" + url.host + "]" : url.host;
-  return default_port ? host : fmt::format("{}:{}", host, url.port);
+  if (!default_port) { // appended, not fmt::format: this runs for every request
+    host += ':';
+    host += std::to_string(url.port);
+  }
+  return host;
 }
 
 void append_auth(std::string& head, const config::Auth& auth, const std::string& key) {

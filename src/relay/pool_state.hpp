@@ -20,6 +20,7 @@ struct ServedPool {
   const config::PoolConfig* config = nullptr; // points into PoolState::config
   std::shared_ptr<pool::KeyPool> keys;
   std::vector<std::string> query_auth_params; // every `query:NAME` of its keys
+  std::vector<std::string> origins;           // per key: UpstreamPool::origin_of, made once per load
 };
 
 // Where one request goes: a pool, and the target to forward there.

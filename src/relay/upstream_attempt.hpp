@@ -56,6 +56,7 @@ public:
     const std::string* body; // the client's body, alive as long as the exchange
     bool head_method;        // a HEAD request: the response has no body
     std::shared_ptr<const TlsContexts> tls; // the state's, for a fresh https connection
+    const std::string* origin;              // UpstreamPool::origin_of the key, alive with the state
   };
   // `pieces` is k_piece_size bytes where body pieces land; `mono` times how
   // fast a pooled connection failed (see k_stale_window).

@@ -212,8 +212,8 @@ void UpstreamPool::put_idle(std::shared_ptr<UpstreamConn> conn, MonoTime now) {
   idle.push_back(std::move(conn));
 }
 
-std::shared_ptr<UpstreamConn> UpstreamPool::make(const config::KeyConfig& key, const TlsContexts* contexts,
-                                                 std::string& error) {
+std::shared_ptr<UpstreamConn> UpstreamPool::make(const config::KeyConfig& key, const std::string& origin,
+                                                 const TlsContexts* contexts, std::string& error) {
   std::shared_ptr<ssl::context> tls;
   if (key.base_url.tls()) {
     const TlsContexts::Entry* entry = contexts ? contexts->find(key.ca_file) : nullptr;
@@ -226,7 +226,7 @@ std::shared_ptr<UpstreamConn> UpstreamPool::make(const config::KeyConfig& key, c
     }
     tls = entry->context;
   }
-  return std::make_shared<UpstreamConn>(m_ex, origin_of(key), std::move(tls), key.proxy);
+  return std::make_shared<UpstreamConn>(m_ex, origin, std::move(tls), key.proxy);
 }
 
 void UpstreamPool::clear() {

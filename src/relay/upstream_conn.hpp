@@ -92,8 +92,9 @@ public:
   // A new, unconnected connection, with its TLS context from `contexts` (the
   // published state's, built off the loop); null with `error` when the
   // context could not be made (an unreadable ca_file).
-  std::shared_ptr<UpstreamConn> make(const config::KeyConfig& key, const TlsContexts* contexts,
-                                     std::string& error);
+  // `origin` is origin_of(key).
+  std::shared_ptr<UpstreamConn> make(const config::KeyConfig& key, const std::string& origin,
+                                     const TlsContexts* contexts, std::string& error);
   // Close every idle connection (shutdown).
   void clear();
   std::size_t idle_count() const;
