@@ -65,10 +65,12 @@ TEST(TlsContexts, ACaFileOpenSslCannotLoadIsAnErrorNamingTheFile) {
   // The loader checks that ca_file holds a PEM certificate; this one was
   // replaced by garbage after that check.
   test::TempDir dir;
-  std::string path = dir.write("ca.pem", "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n");
+  std::string path =
+      dir.write("ca.pem", "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n");
   TlsContexts::Entry entry = TlsContexts::make(path);
   EXPECT_EQ(entry.context, nullptr);
-  EXPECT_NE(entry.error.find(fmt::format("cannot load ca_file \"{}\"", path)), std::string::npos) << entry.error;
+  EXPECT_NE(entry.error.find(fmt::format("cannot load ca_file \"{}\"", path)), std::string::npos)
+      << entry.error;
 }
 
 } // namespace
