@@ -171,7 +171,13 @@ void HealthCell::count_attempt(util::TimePoint now, std::optional<FailureClass> 
 }
 
 UsageCounts& HealthCell::today(util::TimePoint now) {
+  // localtime_r costs about a microsecond and runs several times per
+  // request: only once per local day here, when `now` leaves the day of the
+  // last call (a clock set back counts as leaving it too).
   std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+  if (seconds >= m_day_begins && seconds < m_day_ends && health.usage_day == m_day) {
+    return health.today;
+  }
   std::tm local{};
   localtime_r(&seconds, &local);
   int day = (local.tm_year + 1900) * 1000 + local.tm_yday;
@@ -179,6 +185,16 @@ UsageCounts& HealthCell::today(util::TimePoint now) {
     health.usage_day = day;
     health.today = {};
   }
+  m_day = day;
+  local.tm_hour = 0;
+  local.tm_min = 0;
+  local.tm_sec = 0;
+  local.tm_isdst = -1;
+  m_day_begins = std::mktime(&local);
+  local.tm_mday += 1;
+  local.tm_hour = 0;
+  local.tm_isdst = -1;
+  m_day_ends = std::mktime(&local); // -1 on failure: the range is empty, every call asks again
   return health.today;
 }
 

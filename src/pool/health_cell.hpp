@@ -9,6 +9,7 @@
 #include "pool/model_health.hpp"
 #include "util/clock.hpp"
 
+#include <ctime>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -57,6 +58,12 @@ private:
   void fail(util::TimePoint now, const std::string* scoped, const Report& report);
   void disable(const std::string& reason);
   void count_attempt(util::TimePoint now, std::optional<FailureClass> failure);
+
+  // The local day health.usage_day was last set for, [begins, ends) in
+  // seconds since the epoch: today() asks localtime_r only outside it.
+  int m_day = 0;
+  std::time_t m_day_begins = 0;
+  std::time_t m_day_ends = 0;
 };
 
 } // namespace keyshim::pool

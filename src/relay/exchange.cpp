@@ -83,7 +83,7 @@ void Exchange::attempt(pool::Selection selection) {
   UpstreamAttempt::Request request{
       upstream_head(m_request.base(), upstream_target(m_request.target(), m_served->query_auth_params, key),
                     key, body_size),
-      &m_request.body(), m_request.method() == http::verb::head};
+      &m_request.body(), m_request.method() == http::verb::head, m_state->tls, &m_served->origins.at(index)};
   auto upstream = std::make_shared<UpstreamAttempt>(
       m_context.upstreams, key, std::move(request), m_client->piece_buffer(), k_piece_size,
       std::shared_ptr<AttemptEvents>(shared_from_this(), this), m_context.mono);

@@ -1,5 +1,7 @@
 #include "relay/pool_state.hpp"
 
+#include "relay/upstream_conn.hpp"
+
 #include <algorithm>
 
 namespace keyshim::relay {
@@ -32,6 +34,7 @@ PoolState PoolState::serving(std::shared_ptr<const config::Config> config,
     ServedPool served;
     served.config = &config->pools.at(i);
     for (std::size_t k = 0; k < pools[i]->size(); ++k) {
+      served.origins.push_back(UpstreamPool::origin_of(pools[i]->key(k)));
       const config::Auth& auth = pools[i]->key(k).auth;
       std::vector<std::string>& params = served.query_auth_params;
       if (auth.style == config::AuthStyle::query &&
@@ -47,6 +50,7 @@ PoolState PoolState::serving(std::shared_ptr<const config::Config> config,
     state.pools.push_back(std::move(served));
   }
   state.redactor = std::make_shared<const Redactor>(all);
+  state.tls = TlsContexts::build(*config);
   state.config = std::move(config);
   return state;
 }

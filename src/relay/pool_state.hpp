@@ -5,6 +5,7 @@
 #include "config/config.hpp"
 #include "pool/key_pool.hpp"
 #include "relay/redact.hpp"
+#include "relay/tls_contexts.hpp"
 
 #include <memory>
 #include <optional>
@@ -19,6 +20,7 @@ struct ServedPool {
   const config::PoolConfig* config = nullptr; // points into PoolState::config
   std::shared_ptr<pool::KeyPool> keys;
   std::vector<std::string> query_auth_params; // every `query:NAME` of its keys
+  std::vector<std::string> origins;           // per key: UpstreamPool::origin_of, made once per load
 };
 
 // Where one request goes: a pool, and the target to forward there.
@@ -33,13 +35,16 @@ struct PoolState {
   std::string problem;                          // why not, with the fix, for 503 answers
   std::shared_ptr<const Redactor> redactor;     // every key of every pool, for redaction
   std::optional<std::size_t> default_pool;      // index of the pool at /, if the file has one
+  std::shared_ptr<const TlsContexts> tls;       // every TLS context the https keys need
 
   // The pool for a request target: /NAME and /NAME/... go to pool NAME
   // (forwarded as / and /...), anything else to the default pool; nullopt
   // when the file has no default pool and no pool owns the prefix.
   std::optional<Route> route(std::string_view target) const;
 
-  // A state serving `pools` (one KeyPool per config->pools entry) under `config`.
+  // A state serving `pools` (one KeyPool per config->pools entry) under
+  // `config`, its TLS contexts built now: on the thread that loads the file,
+  // so that no request and no event-loop turn pays for the trust store.
   static PoolState serving(std::shared_ptr<const config::Config> config,
                            std::vector<std::shared_ptr<pool::KeyPool>> pools);
   // A state that answers every request 503 with `problem`.

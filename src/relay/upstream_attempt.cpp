@@ -26,7 +26,7 @@ UpstreamAttempt::UpstreamAttempt(UpstreamPool& upstreams, const config::KeyConfi
 }
 
 void UpstreamAttempt::start(MonoTime now) {
-  m_conn = m_upstreams.take_idle(UpstreamPool::origin_of(m_key), now);
+  m_conn = m_upstreams.take_idle(*m_request.origin, now);
   if (m_conn) {
     m_reused = true;
     send();
@@ -38,7 +38,7 @@ void UpstreamAttempt::start(MonoTime now) {
 void UpstreamAttempt::connect_fresh() {
   std::string error;
   m_reused = false;
-  m_conn = m_upstreams.make(m_key, error);
+  m_conn = m_upstreams.make(m_key, *m_request.origin, m_request.tls.get(), error);
   if (!m_conn) {
     fail(policy::TransportFailure::tls, error);
     return;

@@ -52,9 +52,11 @@ inline constexpr std::chrono::milliseconds k_stale_window{1000};
 class UpstreamAttempt : public std::enable_shared_from_this<UpstreamAttempt> {
 public:
   struct Request {
-    std::string head;        // the upstream request head, key included
-    const std::string* body; // the client's body, alive as long as the exchange
-    bool head_method;        // a HEAD request: the response has no body
+    std::string head;                       // the upstream request head, key included
+    const std::string* body;                // the client's body, alive as long as the exchange
+    bool head_method;                       // a HEAD request: the response has no body
+    std::shared_ptr<const TlsContexts> tls; // the state's, for a fresh https connection
+    const std::string* origin;              // UpstreamPool::origin_of the key, alive with the state
   };
   // `pieces` is k_piece_size bytes where body pieces land; `mono` times how
   // fast a pooled connection failed (see k_stale_window).

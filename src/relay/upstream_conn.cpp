@@ -40,11 +40,11 @@ bool verify_host(SSL* ssl, const std::string& host, bool is_ip) {
 
 } // namespace
 
-UpstreamConn::UpstreamConn(Executor ex, std::string origin, ssl::context* tls,
+UpstreamConn::UpstreamConn(Executor ex, std::string origin, std::shared_ptr<ssl::context> tls,
                            std::optional<config::ProxyUrl> proxy)
-    : m_origin(std::move(origin)), m_plain(ex), m_proxy(std::move(proxy)) {
-  if (tls) {
-    m_tls = std::make_unique<TlsStream>(ex, *tls);
+    : m_origin(std::move(origin)), m_context(std::move(tls)), m_plain(ex), m_proxy(std::move(proxy)) {
+  if (m_context) {
+    m_tls = std::make_unique<TlsStream>(ex, *m_context);
   }
   m_buffer.reserve(16 * 1024);
 }
@@ -212,12 +212,21 @@ void UpstreamPool::put_idle(std::shared_ptr<UpstreamConn> conn, MonoTime now) {
   idle.push_back(std::move(conn));
 }
 
-std::shared_ptr<UpstreamConn> UpstreamPool::make(const config::KeyConfig& key, std::string& error) {
-  ssl::context* tls = nullptr;
-  if (key.base_url.tls() && !(tls = tls_context(key.ca_file, error))) {
-    return nullptr;
+std::shared_ptr<UpstreamConn> UpstreamPool::make(const config::KeyConfig& key, const std::string& origin,
+                                                 const TlsContexts* contexts, std::string& error) {
+  std::shared_ptr<ssl::context> tls;
+  if (key.base_url.tls()) {
+    const TlsContexts::Entry* entry = contexts ? contexts->find(key.ca_file) : nullptr;
+    if (!entry) {
+      entry = &fallback_context(key.ca_file);
+    }
+    if (!entry->context) {
+      error = entry->error;
+      return nullptr;
+    }
+    tls = entry->context;
   }
-  return std::make_shared<UpstreamConn>(m_ex, origin_of(key), tls, key.proxy);
+  return std::make_shared<UpstreamConn>(m_ex, origin, std::move(tls), key.proxy);
 }
 
 void UpstreamPool::clear() {
@@ -237,27 +246,13 @@ std::size_t UpstreamPool::idle_count() const {
   return n;
 }
 
-ssl::context* UpstreamPool::tls_context(const std::optional<std::string>& ca_file, std::string& error) {
+const TlsContexts::Entry& UpstreamPool::fallback_context(const std::optional<std::string>& ca_file) {
   std::string name = ca_file.value_or("");
-  if (auto it = m_tls.find(name); it != m_tls.end()) {
-    return it->second.get();
+  auto it = m_fallback.find(name);
+  if (it == m_fallback.end()) {
+    it = m_fallback.emplace(std::move(name), TlsContexts::make(ca_file)).first;
   }
-  // The system store, with ca_file added to it (not replacing it).
-  auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
-  SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
-  ErrorCode ec;
-  ctx->set_default_verify_paths(ec);
-  if (ca_file && !ec) {
-    ctx->load_verify_file(*ca_file, ec);
-  }
-  if (ec) {
-    error = ca_file ? fmt::format("cannot load ca_file \"{}\": {}", *ca_file, ec.message())
-                    : fmt::format("cannot load the system CA store: {}", ec.message());
-    ERR_clear_error();
-    return nullptr;
-  }
-  ctx->set_verify_mode(ssl::verify_peer);
-  return m_tls.emplace(name, std::move(ctx)).first->second.get();
+  return it->second;
 }
 
 } // namespace keyshim::relay

@@ -4,6 +4,7 @@
 // from the event loop's thread.
 #include "config/config.hpp"
 #include "relay/beast.hpp"
+#include "relay/tls_contexts.hpp"
 
 #include <chrono>
 #include <functional>
@@ -23,7 +24,7 @@ enum class ConnectFailure { none, connect, tls };
 class UpstreamConn : public std::enable_shared_from_this<UpstreamConn> {
 public:
   // With `proxy`, connect() tunnels through it (CONNECT) to the upstream.
-  UpstreamConn(Executor ex, std::string origin, ssl::context* tls,
+  UpstreamConn(Executor ex, std::string origin, std::shared_ptr<ssl::context> tls,
                std::optional<config::ProxyUrl> proxy = std::nullopt);
 
   const std::string& origin() const { return m_origin; }
@@ -64,6 +65,7 @@ private:
   void finish_connect(ConnectFailure failure, std::string detail);
 
   std::string m_origin;
+  std::shared_ptr<ssl::context> m_context; // outlives a reload that replaced it
   Socket m_plain;
   std::unique_ptr<TlsStream> m_tls;
   beast::flat_buffer m_buffer;
@@ -87,19 +89,24 @@ public:
   std::shared_ptr<UpstreamConn> take_idle(const std::string& origin, MonoTime now);
   // A connection whose last exchange completed cleanly at `now`, for the next request.
   void put_idle(std::shared_ptr<UpstreamConn> conn, MonoTime now);
-  // A new, unconnected connection; null with `error` when the TLS context
-  // cannot be made (an unreadable ca_file).
-  std::shared_ptr<UpstreamConn> make(const config::KeyConfig& key, std::string& error);
+  // A new, unconnected connection, with its TLS context from `contexts` (the
+  // published state's, built off the loop); null with `error` when the
+  // context could not be made (an unreadable ca_file).
+  // `origin` is origin_of(key).
+  std::shared_ptr<UpstreamConn> make(const config::KeyConfig& key, const std::string& origin,
+                                     const TlsContexts* contexts, std::string& error);
   // Close every idle connection (shutdown).
   void clear();
   std::size_t idle_count() const;
 
 private:
-  ssl::context* tls_context(const std::optional<std::string>& ca_file, std::string& error);
+  // A context the published state lacks (a state built without them), made
+  // here once and kept.
+  const TlsContexts::Entry& fallback_context(const std::optional<std::string>& ca_file);
 
   Executor m_ex;
   std::unordered_map<std::string, std::vector<std::shared_ptr<UpstreamConn>>> m_idle;
-  std::map<std::string, std::unique_ptr<ssl::context>> m_tls;
+  std::map<std::string, TlsContexts::Entry> m_fallback;
 };
 
 } // namespace keyshim::relay

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <cstdlib>
+
 namespace keyshim::test {
 namespace {
 
@@ -84,6 +86,30 @@ TEST(TlsUpstream, CommonNameIsIgnoredWhenTheCertificateHasSubjectAltNames) {
   Shim shim(pool_toml(1, ca_file_setting(upstream.ca_file())), url("127.0.0.1", upstream));
   expect_tls_error(post(shim));
   EXPECT_TRUE(upstream.authorizations().empty());
+}
+
+TEST(TlsUpstream, TheSystemBundleFileIsTrustedWithoutCaFile) {
+  // The system store is the hashed directory plus the bundle file, read
+  // by subject when the directory lacks an issuer; here the directory is
+  // empty and only the bundle (SSL_CERT_FILE) knows the CA.
+  struct SystemStoreOverride {
+    SystemStoreOverride(const std::string& file, const std::string& dir) {
+      ::setenv("SSL_CERT_FILE", file.c_str(), 1);
+      ::setenv("SSL_CERT_DIR", dir.c_str(), 1);
+    }
+    ~SystemStoreOverride() {
+      ::unsetenv("SSL_CERT_FILE");
+      ::unsetenv("SSL_CERT_DIR");
+    }
+  };
+  HttpsUpstream upstream;
+  TempDir empty_dir;
+  SystemStoreOverride store(upstream.ca_file(), empty_dir.path());
+  Shim shim(pool_toml(1), url("localhost", upstream));
+  auto res = post(shim);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(upstream.authorizations(), std::vector<std::string>{"Bearer " + test_key(0)});
 }
 
 } // namespace

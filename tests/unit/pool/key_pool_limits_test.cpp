@@ -150,6 +150,27 @@ TEST(KeyPoolUsage, TodayStartsAgainAtLocalMidnightAndSinceStartDoesNot) {
   ::tzset();
 }
 
+// The local day is remembered between requests (localtime_r runs once per
+// day, not per request); a clock set back to the day before leaves it too.
+TEST(KeyPoolUsage, TodayFollowsAClockSetBackToTheDayBefore) {
+  ::setenv("TZ", "<+01>-1", 1);
+  ::tzset();
+  test::FakeClock clock; // 13:00 local
+  KeyPool pool(make_keys({"a"}), Strategy::ordered, clock);
+  pool.report(0, nullptr, test::success(200));
+  clock.advance(12h); // 01:00 local, the next day
+  pool.report(0, nullptr, test::success(200));
+  pool.report(0, nullptr, test::success(200));
+  EXPECT_EQ(pool.health(0).today.requests, 2u);
+  clock.advance(-3h); // 22:00 local, the day before again
+  EXPECT_EQ(pool.health(0).today.requests, 0u);
+  pool.report(0, nullptr, test::success(200));
+  EXPECT_EQ(pool.health(0).today.requests, 1u);
+  EXPECT_EQ(pool.health(0).total.requests, 4u);
+  ::unsetenv("TZ");
+  ::tzset();
+}
+
 TEST(KeyPoolUsage, UsageCarriesAcrossAReloadThatKeepsTheKey) {
   test::FakeClock clock;
   KeyPool pool(make_keys({"a"}), Strategy::ordered, clock);

@@ -97,5 +97,16 @@ TEST_F(PoolStateTest, QueryAuthParametersBelongToTheirPool) {
   EXPECT_EQ(state.pools.at(2).query_auth_params, std::vector<std::string>{"key"});
 }
 
+TEST_F(PoolStateTest, AServingStateCarriesTheTlsContextsItsHttpsKeysNeed) {
+  // Built with the state (at load, or on the reloader's thread), never by
+  // the first request: one for the system store, which all three pools use.
+  PoolState state = state_of(k_default_and_two);
+  ASSERT_TRUE(state.tls);
+  EXPECT_EQ(state.tls->size(), 1u);
+  const TlsContexts::Entry* system = state.tls->find(std::nullopt);
+  ASSERT_TRUE(system);
+  EXPECT_TRUE(system->context) << system->error;
+}
+
 } // namespace
 } // namespace keyshim::relay

@@ -1,0 +1,27 @@
+#pragma once
+// The system trust store's bundle file (SSL_CERT_FILE, else OpenSSL's default,
+// /etc/ssl/certs/ca-certificates.crt on Debian), read once per process and
+// handed to TLS contexts by subject, as OpenSSL asks for an issuer. Internal
+// to relay/.
+//
+// Why not SSL_CTX_set_default_verify_paths: it parses the whole bundle (about
+// 140 certificates, 17 ms with OpenSSL 3) into every context it builds, and a
+// start that builds its contexts before serving would pay that before the
+// first answer. Here a context is usable at once (ca_file and the hashed
+// certificate directory, which opens one file per issuer asked for), and the
+// bundle is parsed on a thread of its own; a handshake that needs an issuer
+// the directory lacks waits for it. The trust set is the same as with the
+// default paths.
+#include <openssl/ossl_typ.h>
+
+namespace keyshim::relay {
+
+// Add the system store to `store`: the hashed directory (SSL_CERT_DIR, else
+// OpenSSL's default), then the bundle by subject, then SSL_CERT_URI when set.
+// False when OpenSSL refuses a lookup.
+bool add_system_trust(X509_STORE* store);
+
+// Start reading the bundle on a background thread, once per process.
+void preload_system_bundle();
+
+} // namespace keyshim::relay

@@ -1,0 +1,44 @@
+#pragma once
+// The TLS client contexts a pool file needs, one per distinct ca_file (and
+// one for the system store alone), built whole before the state that holds
+// them is published: at load, before the listening socket is served, and on
+// the reloader's thread at a reload, never on the event loop or in a
+// request's time. A context costs about 1 ms (OpenSSL's context and the
+// ca_file); the system bundle is read once per process, in the background
+// (relay/system_trust.hpp). Immutable once built; safe to read from any
+// thread.
+#include "config/config.hpp"
+#include "relay/beast.hpp"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace keyshim::relay {
+
+class TlsContexts {
+public:
+  // A context, or why it could not be made (key-free, for the attempt's error).
+  struct Entry {
+    std::shared_ptr<ssl::context> context; // null when `error` says why
+    std::string error;
+  };
+
+  // One entry per distinct ca_file of the https keys of `config` (none when
+  // no key is https).
+  static std::shared_ptr<const TlsContexts> build(const config::Config& config);
+
+  // The entry for `ca_file`, or null when the file's keys did not need one.
+  const Entry* find(const std::optional<std::string>& ca_file) const;
+  std::size_t size() const { return m_entries.size(); }
+
+  // Make one: the system store with `ca_file` added to it (not replacing it),
+  // TLS 1.2 at least, peers verified.
+  static Entry make(const std::optional<std::string>& ca_file);
+
+private:
+  std::map<std::string, Entry> m_entries; // by ca_file, "" for none
+};
+
+} // namespace keyshim::relay
