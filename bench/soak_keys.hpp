@@ -22,7 +22,7 @@ inline constexpr int k_max_wait_s = 3; // the pool's max_wait
 inline constexpr auto k_wait_slack = std::chrono::milliseconds(3000);
 // A healthy stream's head later than this waited for a key (the upstream
 // answers within its 40 ms gap).
-inline constexpr auto k_waited = std::chrono::milliseconds(250);
+inline constexpr auto k_waited = std::chrono::milliseconds(100);
 // An attempt keyshim started just before a reload may reach the upstream a
 // moment after it: only an answer this much later counts against a key.
 inline constexpr auto k_retire_grace = std::chrono::milliseconds(250);
