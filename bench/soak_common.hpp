@@ -43,8 +43,7 @@ enum class Kind {
 
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(Kind::count)> k_kind_names = {
     "sse",           "json",      "reset_head", "stall_first", "error_event",  "rate_limited", "unauthorized",
-    "server_errors", "reset_mid", "stall_mid",  "short_body",  "broken_chunk", "probe",
-    "ws"};
+    "server_errors", "reset_mid", "stall_mid",  "short_body",  "broken_chunk", "probe",        "ws"};
 
 inline std::string_view kind_name(Kind kind) {
   return k_kind_names[static_cast<std::size_t>(kind)];

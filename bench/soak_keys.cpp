@@ -31,8 +31,8 @@ bool KeyBook::write() const {
                      "\"\nauth = \"bearer\"\nstrategy = \"round-robin\"\nmax_attempts = 4\n"
                      "first_byte_timeout = \"3s\"\nidle_timeout = \"2s\"\nmax_cooldown = \"2s\"\n"
                      "max_wait = \"" +
-                     std::to_string(k_max_wait_s) + "s\"\nmax_concurrent = " + std::to_string(m_max_concurrent) +
-                     "\n";
+                     std::to_string(k_max_wait_s) +
+                     "s\"\nmax_concurrent = " + std::to_string(m_max_concurrent) + "\n";
   for (int k = 0; k < k_keys; ++k) {
     text += "\n[[keys]]\nlabel = \"k" + std::to_string(k) + "\"\nkey = \"sk-soak-" +
             key_id(m_generation[static_cast<std::size_t>(k)], k) + "-0123456789abcdef\"\n";

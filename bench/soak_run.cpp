@@ -218,7 +218,6 @@ Sample quiet_sample(const RunOptions& opt, KeyBook& keys, std::atomic<std::uint6
   return last;
 }
 
-
 void print_summary(const RunOptions& opt, const Stats& warm, const Stats& stats, Sample start, Sample end) {
   auto count = [](std::uint64_t n) { return static_cast<unsigned long long>(n); };
   std::printf("soak summary (%d s of load, %d clients, seed %llu, %llu reloads: max_concurrent 8,2,1,4,1,3 "
@@ -231,8 +230,8 @@ void print_summary(const RunOptions& opt, const Stats& warm, const Stats& stats,
   std::printf("  violations (incl. warm-up)         %llu\n",
               count(stats.count(Outcome::violation) + warm.count(Outcome::violation)));
   std::printf("  body bytes received                %llu\n", count(stats.bytes.load()));
-  std::printf("  healthy streams that waited        %llu (head later than %lld ms)\n", count(stats.waited.load()),
-              static_cast<long long>(k_waited.count()));
+  std::printf("  healthy streams that waited        %llu (head later than %lld ms)\n",
+              count(stats.waited.load()), static_cast<long long>(k_waited.count()));
   std::printf("  keyshim 503s (no key in max_wait)  %llu (each with Retry-After, by max_wait + %lld ms)\n",
               count(stats.wait_503.load()), static_cast<long long>(k_wait_slack.count()));
   std::printf("  websocket sessions                 %llu (%d clients), %llu messages echoed byte-identical\n",

@@ -18,7 +18,7 @@ struct RunOptions {
   std::uint64_t seed = 1;
   int reload_seconds = 15;
   long long rss_tolerance_kib = 4096;
-  int pace_ms = 100; // each client pauses up to this long between streams
+  int pace_ms = 100;  // each client pauses up to this long between streams
   int ws_clients = 4; // of `concurrency`, the clients that open WebSockets
 };
 

@@ -55,8 +55,8 @@ struct Head {
   bool has_length = false;
   std::uint64_t length = 0;
   bool retry_after = false;
-  std::string key_id;      // X-Soak-Key: the key the upstream got
-  std::int64_t at_ns = 0;  // X-Soak-At: when (steady clock)
+  std::string key_id;     // X-Soak-Key: the key the upstream got
+  std::int64_t at_ns = 0; // X-Soak-At: when (steady clock)
 };
 
 std::string lower(std::string s) {
@@ -226,10 +226,10 @@ StreamResult check_answer(const StreamPlan& plan, const Head& head, const std::s
   // A request in flight at a reload may finish on the old keys; one sent
   // after it, or one served at its only attempt after it (so it was
   // waiting, not in flight), may not.
-  std::int64_t sent_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(started.time_since_epoch()).count();
+  std::int64_t sent_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(started.time_since_epoch()).count();
   if (!head.key_id.empty() && keys.retired_before(head.key_id, healthy ? head.at_ns : sent_ns)) {
-    return violation("served by key " + head.key_id + " after the reload that dropped it", head,
-                     body.size());
+    return violation("served by key " + head.key_id + " after the reload that dropped it", head, body.size());
   }
   return r;
 }

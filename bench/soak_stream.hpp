@@ -33,10 +33,10 @@ struct StreamResult {
   Outcome outcome = Outcome::violation;
   int status = 0;
   std::uint64_t bytes = 0;
-  std::string detail;          // why, for a violation
-  std::uint64_t messages = 0;  // WebSocket messages echoed byte-identical
-  bool waited = false;         // a healthy stream's head came late: it waited for a key
-  bool wait_503 = false;       // keyshim's own 503 (no key within max_wait)
+  std::string detail;         // why, for a violation
+  std::uint64_t messages = 0; // WebSocket messages echoed byte-identical
+  bool waited = false;        // a healthy stream's head came late: it waited for a key
+  bool wait_503 = false;      // keyshim's own 503 (no key within max_wait)
 };
 
 // Runs one stream against keyshim on 127.0.0.1:`port`. No step waits longer

@@ -73,9 +73,9 @@ struct Request {
 };
 
 std::string steady_ns() {
-  return std::to_string(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
+  return std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count());
 }
 
 void pause_ms(int ms) {
@@ -213,7 +213,8 @@ bool send_body(int fd, const soak::Content& c, bool chunked, bool cut, std::mins
 bool send_stream(int fd, const Request& req, std::minstd_rand& rng) {
   bool length = soak::kind_has_length(req.kind);
   soak::Content c = soak::make_content(req.seed, length);
-  std::string head = "HTTP/1.1 200 OK\r\nX-Soak-Key: " + req.key_id + "\r\nX-Soak-At: " + steady_ns() + "\r\n";
+  std::string head =
+      "HTTP/1.1 200 OK\r\nX-Soak-Key: " + req.key_id + "\r\nX-Soak-At: " + steady_ns() + "\r\n";
   if (length) {
     head += "Content-Type: application/json\r\nContent-Length: " + std::to_string(c.body.size()) + "\r\n";
   } else {

@@ -75,8 +75,7 @@ bool round_trip(Session& s, const std::string& message, bool text, bool upstream
   return true;
 }
 
-StreamResult handshake_failed(const websocket::response_type& res, const beast::error_code& ec,
-                              bool fired) {
+StreamResult handshake_failed(const websocket::response_type& res, const beast::error_code& ec, bool fired) {
   int status = static_cast<int>(res.result_int());
   if (!fired && status >= 500) { // 503 with no key, or an upstream error relayed
     StreamResult r{Outcome::error_status, status, 0, {}};
@@ -92,7 +91,8 @@ StreamResult run_ws(int port, const StreamPlan& plan, int timeout_s, KeyBook& ke
   asio::io_context io(1);
   tcp::socket socket(io);
   beast::error_code ec;
-  socket.connect(tcp::endpoint(asio::ip::make_address_v4("127.0.0.1"), static_cast<unsigned short>(port)), ec);
+  socket.connect(tcp::endpoint(asio::ip::make_address_v4("127.0.0.1"), static_cast<unsigned short>(port)),
+                 ec);
   if (ec) {
     return {Outcome::violation, 0, 0, "cannot connect to keyshim: " + ec.message()};
   }
@@ -108,7 +108,8 @@ StreamResult run_ws(int port, const StreamPlan& plan, int timeout_s, KeyBook& ke
   std::string key_id(res["X-Soak-Key"]);
   std::int64_t at = std::strtoll(std::string(res["X-Soak-At"]).c_str(), nullptr, 10);
   if (keys.retired_before(key_id, at)) {
-    return {Outcome::violation, 101, 0, "websocket served by key " + key_id + " after the reload that dropped it"};
+    return {Outcome::violation, 101, 0,
+            "websocket served by key " + key_id + " after the reload that dropped it"};
   }
   WsScript script = ws_script(plan.seed);
   SplitMix rng{plan.seed};
@@ -127,7 +128,8 @@ StreamResult run_ws(int port, const StreamPlan& plan, int timeout_s, KeyBook& ke
   }
   ws.close(websocket::close_code::normal, ec); // an error after the close frames is no fault
   if (dog.fired()) {
-    return {Outcome::violation, 101, s.result.bytes, "websocket: the close did not complete within the timeout"};
+    return {Outcome::violation, 101, s.result.bytes,
+            "websocket: the close did not complete within the timeout"};
   }
   return s.result;
 }
