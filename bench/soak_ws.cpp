@@ -82,7 +82,14 @@ StreamResult handshake_failed(const websocket::response_type& res, const beast::
     r.wait_503 = status == 503;
     return r;
   }
-  return {Outcome::violation, status, 0, "websocket handshake: " + ec.message()};
+  std::string body = res.body().substr(0, 80);
+  for (auto& c : body) {
+    c = (c >= ' ' && c <= '~') ? c : '.';
+  }
+  return {Outcome::violation, status, 0,
+          "websocket handshake: " + ec.message() + " (Content-Type \"" +
+              std::string(res[beast::http::field::content_type]) + "\", X-Soak-Key \"" +
+              std::string(res["X-Soak-Key"]) + "\", body \"" + body + "\")"};
 }
 
 } // namespace
