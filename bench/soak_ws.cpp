@@ -82,14 +82,15 @@ StreamResult handshake_failed(const websocket::response_type& res, const beast::
     r.wait_503 = status == 503;
     return r;
   }
-  std::string body = res.body().substr(0, 80);
-  for (auto& c : body) {
+  std::string seen = "HTTP/" + std::to_string(res.version()) + " " + std::to_string(status);
+  for (const auto& field : res) {
+    seen += "; " + std::string(field.name_string()) + ": " + std::string(field.value()).substr(0, 60);
+  }
+  seen += "; body " + std::to_string(res.body().size()) + " bytes \"" + res.body().substr(0, 80) + "\"";
+  for (auto& c : seen) {
     c = (c >= ' ' && c <= '~') ? c : '.';
   }
-  return {Outcome::violation, status, 0,
-          "websocket handshake: " + ec.message() + " (Content-Type \"" +
-              std::string(res[beast::http::field::content_type]) + "\", X-Soak-Key \"" +
-              std::string(res["X-Soak-Key"]) + "\", body \"" + body + "\")"};
+  return {Outcome::violation, status, 0, "websocket handshake: " + ec.message() + " (" + seen + ")"};
 }
 
 } // namespace
