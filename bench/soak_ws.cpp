@@ -77,10 +77,11 @@ bool round_trip(Session& s, const std::string& message, bool text, bool upstream
 
 StreamResult handshake_failed(const websocket::response_type& res, const beast::error_code& ec, bool fired) {
   int status = static_cast<int>(res.result_int());
-  if (!fired && status >= 500) { // 503 with no key, or an upstream error relayed
-    StreamResult r{Outcome::error_status, status, 0, {}};
-    r.wait_503 = status == 503;
-    return r;
+  if (!fired && ec == websocket::error::upgrade_declined) {
+    // An answer other than 101 (keyshim's 503 with no key, a 502 after the
+    // attempts): Beast (1.74) leaves `res` unfilled then, so its status and
+    // head are unknown here; an error status, not a violation.
+    return {Outcome::error_status, 0, 0, {}};
   }
   std::string seen = "HTTP/" + std::to_string(res.version()) + " " + std::to_string(status);
   for (const auto& field : res) {
