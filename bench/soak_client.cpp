@@ -7,7 +7,8 @@
 //   bench_soak_client init-pool FILE --upstream-port U
 //   bench_soak_client run --port K --pid P --pool-file FILE --upstream-port U
 //       [--minutes M] [--warmup-seconds W] [--concurrency C] [--seed S]
-//       [--reload-seconds R] [--rss-tolerance-kib T] [--pace-ms G]
+//       [--reload-seconds R] [--rss-tolerance-kib T] [--pace-ms G] [--ws-clients W]
+#include "soak_keys.hpp"
 #include "soak_run.hpp"
 
 #include <cstdio>
@@ -46,6 +47,8 @@ bool parse_flags(int argc, char** argv, int first, soak::RunOptions& opt) {
       opt.reload_seconds = static_cast<int>(n);
     } else if (flag == "--rss-tolerance-kib") {
       opt.rss_tolerance_kib = n;
+    } else if (flag == "--ws-clients") {
+      opt.ws_clients = static_cast<int>(n);
     } else if (flag == "--pace-ms") {
       opt.pace_ms = static_cast<int>(n);
     } else {
@@ -65,11 +68,11 @@ int main(int argc, char** argv) {
     if (!parse_flags(argc, argv, 3, opt) || opt.upstream_port <= 0) {
       return 2;
     }
-    return soak::write_pool_file(opt, 0) ? 0 : 1;
+    return soak::KeyBook(opt).write() ? 0 : 1;
   }
   if (argc < 2 || std::string_view(argv[1]) != "run" || !parse_flags(argc, argv, 2, opt) || opt.port <= 0 ||
       opt.pid <= 0 || opt.pool_file.empty() || opt.upstream_port <= 0 || opt.concurrency <= 0 ||
-      opt.concurrency > 1024) {
+      opt.concurrency > 1024 || opt.ws_clients < 0 || opt.ws_clients > opt.concurrency) {
     std::fprintf(stderr, "usage: bench_soak_client run --port K --pid P --pool-file FILE --upstream-port U "
                          "[--minutes M] [--concurrency C] ...\n");
     return 2;

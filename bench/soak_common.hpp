@@ -37,12 +37,13 @@ enum class Kind {
   short_body,    // cut: Content-Length promises more than is sent, then FIN
   broken_chunk,  // cut: an invalid chunk size after some events
   probe,         // quiet-time probe: 200 with Connection: close
+  ws,            // GET with Upgrade: websocket; the upstream echoes (ws_script)
   count
 };
 
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(Kind::count)> k_kind_names = {
     "sse",           "json",      "reset_head", "stall_first", "error_event",  "rate_limited", "unauthorized",
-    "server_errors", "reset_mid", "stall_mid",  "short_body",  "broken_chunk", "probe"};
+    "server_errors", "reset_mid", "stall_mid",  "short_body",  "broken_chunk", "probe",        "ws"};
 
 inline std::string_view kind_name(Kind kind) {
   return k_kind_names[static_cast<std::size_t>(kind)];
@@ -120,6 +121,37 @@ inline Content make_content(std::uint64_t seed, bool length_body) {
   c.piece_count = pieces;
   c.cuts[pieces - 1] = c.body.size();
   return c;
+}
+
+// What a WebSocket session of a seed does: `messages` round trips; when
+// `upstream_cut_after` is below `messages`, the upstream echoes that many
+// and hangs up abruptly (a reset, no close frame) when the next arrives.
+struct WsScript {
+  int messages = 1;
+  int upstream_cut_after = 1 << 30;
+};
+
+inline WsScript ws_script(std::uint64_t seed) {
+  SplitMix rng{seed ^ 0x5753u};
+  WsScript s;
+  s.messages = 1 + static_cast<int>(rng.below(8));
+  if (rng.below(6) == 0) {
+    s.upstream_cut_after = static_cast<int>(rng.below(static_cast<std::uint64_t>(s.messages)));
+  }
+  return s;
+}
+
+// The key names the soak's pool files use: sk-soak-GEN-INDEX-<fixed tail>.
+// The upstream reports "GEN-INDEX" of the key it got in X-Soak-Key.
+inline std::string key_id_of(std::string_view head) {
+  constexpr std::string_view k_prefix = "\r\nAuthorization: Bearer sk-soak-";
+  auto at = head.find(k_prefix);
+  if (at == std::string_view::npos) {
+    return {};
+  }
+  head.remove_prefix(at + k_prefix.size());
+  auto second_dash = head.find('-', head.find('-') + 1);
+  return second_dash == std::string_view::npos ? std::string{} : std::string(head.substr(0, second_dash));
 }
 
 inline bool write_all(int fd, std::string_view data) {

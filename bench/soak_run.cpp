@@ -1,6 +1,7 @@
 // The soak run: see soak_run.hpp.
 #include "soak_run.hpp"
 
+#include "soak_keys.hpp"
 #include "soak_stream.hpp"
 
 #include <dirent.h>
@@ -23,7 +24,9 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 constexpr int k_stream_timeout_s = 30;
-constexpr int k_keys = 6;
+// Each reload sets the pool's max_concurrent to the next of these (small
+// enough that requests wait for a key) and replaces one key by a new one.
+constexpr int k_concurrency_cycle[] = {8, 2, 1, 4, 1, 3};
 // keyshim closes an idle pooled upstream connection only when it next looks
 // for one and finds it older than 20 s; a quiet moment must outlast that.
 constexpr auto k_idle_pool_age = 21s;
@@ -33,6 +36,11 @@ struct Stats {
   std::atomic<std::uint64_t> outcomes[5] = {};
   std::atomic<std::uint64_t> bytes{0};
   std::atomic<std::uint64_t> reloads{0};
+  std::atomic<std::uint64_t> unconfirmed_reloads{0};
+  std::atomic<std::uint64_t> waited{0};
+  std::atomic<std::uint64_t> wait_503{0};
+  std::atomic<std::uint64_t> ws_sessions{0};
+  std::atomic<std::uint64_t> ws_messages{0};
   std::atomic<std::uint64_t> statuses[600] = {};
   std::mutex mutex;
   std::vector<std::string> details;
@@ -40,6 +48,10 @@ struct Stats {
   void add(const StreamPlan& plan, const StreamResult& r) {
     ++outcomes[static_cast<int>(r.outcome)];
     bytes += r.bytes;
+    waited += r.waited;
+    wait_503 += r.wait_503;
+    ws_sessions += plan.kind == Kind::ws;
+    ws_messages += r.messages;
     if (r.status > 0 && r.status < 600) {
       ++statuses[r.status];
     }
@@ -97,9 +109,9 @@ Kind pick_kind(SplitMix& rng) {
   return Kind::sse;
 }
 
-StreamPlan make_plan(SplitMix& rng, std::uint64_t id) {
+StreamPlan make_plan(SplitMix& rng, std::uint64_t id, bool websocket) {
   StreamPlan plan;
-  plan.kind = pick_kind(rng);
+  plan.kind = websocket ? Kind::ws : pick_kind(rng);
   plan.id = id;
   plan.seed = rng.next() >> 1;
   std::uint64_t roll = rng.below(100);
@@ -118,16 +130,16 @@ StreamPlan make_plan(SplitMix& rng, std::uint64_t id) {
 
 class Load {
 public:
-  Load(const RunOptions& opt, Stats& stats) : m_opt(opt), m_stats(stats) {}
+  Load(const RunOptions& opt, Stats& stats, KeyBook& keys) : m_opt(opt), m_stats(stats), m_keys(keys) {}
 
   // Streams from `concurrency` clients and reloads now and then, for `seconds`.
-  void run(int seconds, std::atomic<std::uint64_t>& next_id, int& generation) {
+  void run(int seconds, std::atomic<std::uint64_t>& next_id) {
     m_until = Clock::now() + std::chrono::seconds(seconds);
     std::vector<std::thread> clients;
     for (int i = 0; i < m_opt.concurrency; ++i) {
       clients.emplace_back([this, i, &next_id] { client(i, next_id); });
     }
-    reloader(generation);
+    reloader();
     for (auto& t : clients) {
       t.join();
     }
@@ -137,8 +149,9 @@ private:
   void client(int index, std::atomic<std::uint64_t>& next_id) {
     SplitMix rng{m_opt.seed * 1000003u + static_cast<std::uint64_t>(index) + next_id.load()};
     while (Clock::now() < m_until) {
-      StreamPlan plan = make_plan(rng, next_id++);
-      StreamResult result = run_stream(m_opt.port, plan, k_stream_timeout_s);
+      // The last ws_clients clients open WebSockets only.
+      StreamPlan plan = make_plan(rng, next_id++, index >= m_opt.concurrency - m_opt.ws_clients);
+      StreamResult result = run_stream(m_opt.port, plan, k_stream_timeout_s, m_keys);
       m_stats.add(plan, result);
       if (result.outcome == Outcome::error_status || result.outcome == Outcome::hung_up) {
         std::this_thread::sleep_for(200ms); // fast answers: do not spin
@@ -150,36 +163,44 @@ private:
     }
   }
 
-  // Every reload_seconds: SIGHUP, rotating the keys every other time (so a
-  // key the 401 fault disabled is replaced, and old keys get dropped).
-  void reloader(int& generation) {
+  // Every reload_seconds: a new max_concurrent from the cycle and one key
+  // replaced by a new one (so a key the 401 fault disabled comes back, and
+  // old keys are dropped while requests wait), then SIGHUP, confirmed by
+  // keyshim's config generation.
+  void reloader() {
     int round = 0;
     while (Clock::now() + std::chrono::seconds(m_opt.reload_seconds) < m_until) {
       std::this_thread::sleep_for(std::chrono::seconds(m_opt.reload_seconds));
-      if (++round % 2 == 0) {
-        write_pool_file(m_opt, ++generation);
-      }
-      ::kill(m_opt.pid, SIGHUP);
+      m_keys.set_max_concurrent(k_concurrency_cycle[round % std::size(k_concurrency_cycle)]);
+      m_keys.replace(round % k_keys);
+      ++round;
+      m_keys.write();
+      m_stats.unconfirmed_reloads += !m_keys.reload_and_confirm();
       ++m_stats.reloads;
     }
   }
 
   const RunOptions& m_opt;
   Stats& m_stats;
+  KeyBook& m_keys;
   Clock::time_point m_until;
 };
 
 // A quiet moment: every stream is over, keyshim's pooled upstream
 // connections are stale and closed by one probe answered "Connection:
 // close", and the descriptor count has settled. Then one sample.
-Sample quiet_sample(const RunOptions& opt, int& generation, std::atomic<std::uint64_t>& next_id) {
-  write_pool_file(opt, ++generation); // fresh keys: none disabled or cooling
-  ::kill(opt.pid, SIGHUP);
+Sample quiet_sample(const RunOptions& opt, KeyBook& keys, std::atomic<std::uint64_t>& next_id) {
+  keys.set_max_concurrent(8);
+  keys.replace_all(); // fresh keys: none disabled or cooling
+  keys.write();
+  if (!keys.reload_and_confirm()) {
+    std::fprintf(stderr, "soak: keyshim did not confirm the quiet-time reload\n");
+  }
   std::this_thread::sleep_for(k_idle_pool_age);
   bool probed = false;
   for (int i = 0; i < 20 && !probed; ++i) {
     StreamPlan plan{Kind::probe, next_id++, 7, Hangup::none, 0};
-    probed = run_stream(opt.port, plan, k_stream_timeout_s).outcome == Outcome::completed;
+    probed = run_stream(opt.port, plan, k_stream_timeout_s, keys).outcome == Outcome::completed;
     if (!probed) {
       std::this_thread::sleep_for(500ms);
     }
@@ -197,33 +218,11 @@ Sample quiet_sample(const RunOptions& opt, int& generation, std::atomic<std::uin
   return last;
 }
 
-} // namespace
-
-bool write_pool_file(const RunOptions& opt, int generation) {
-  std::string text = "[upstream]\nbase_url = \"http://127.0.0.1:" + std::to_string(opt.upstream_port) +
-                     "\"\nauth = \"bearer\"\nstrategy = \"round-robin\"\nmax_attempts = 4\n"
-                     "first_byte_timeout = \"3s\"\nidle_timeout = \"2s\"\nmax_cooldown = \"2s\"\n"
-                     "max_wait = \"3s\"\nmax_concurrent = 8\n";
-  for (int k = 0; k < k_keys; ++k) {
-    text += "\n[[keys]]\nlabel = \"k" + std::to_string(k) + "\"\nkey = \"sk-soak-" +
-            std::to_string(generation) + "-" + std::to_string(k) + "-0123456789abcdef\"\n";
-  }
-  std::string tmp = opt.pool_file + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  bool ok = fd >= 0 && write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ok = fd >= 0 && ::close(fd) == 0 && ok && ::rename(tmp.c_str(), opt.pool_file.c_str()) == 0;
-  if (!ok) {
-    std::fprintf(stderr, "soak: cannot write the pool file \"%s\"\n", opt.pool_file.c_str());
-  }
-  return ok;
-}
-
-namespace {
-
 void print_summary(const RunOptions& opt, const Stats& warm, const Stats& stats, Sample start, Sample end) {
   auto count = [](std::uint64_t n) { return static_cast<unsigned long long>(n); };
-  std::printf("soak summary (%d s of load, %d clients, seed %llu, %llu reloads)\n", opt.load_seconds,
-              opt.concurrency, count(opt.seed), count(stats.reloads.load()));
+  std::printf("soak summary (%d s of load, %d clients, seed %llu, %llu reloads: max_concurrent 8,2,1,4,1,3 "
+              "in turn, one key replaced each)\n",
+              opt.load_seconds, opt.concurrency, count(opt.seed), count(stats.reloads.load()));
   std::printf("  streams completed byte-identical   %llu\n", count(stats.count(Outcome::completed)));
   std::printf("  streams broken as expected         %llu\n", count(stats.count(Outcome::broken_expected)));
   std::printf("  error statuses before commit       %llu\n", count(stats.count(Outcome::error_status)));
@@ -231,6 +230,13 @@ void print_summary(const RunOptions& opt, const Stats& warm, const Stats& stats,
   std::printf("  violations (incl. warm-up)         %llu\n",
               count(stats.count(Outcome::violation) + warm.count(Outcome::violation)));
   std::printf("  body bytes received                %llu\n", count(stats.bytes.load()));
+  std::printf("  healthy streams that waited        %llu (head later than %lld ms)\n",
+              count(stats.waited.load()), static_cast<long long>(k_waited.count()));
+  std::printf("  keyshim 503s (no key in max_wait)  %llu (each with Retry-After, by max_wait + %lld ms)\n",
+              count(stats.wait_503.load()), static_cast<long long>(k_wait_slack.count()));
+  std::printf("  websocket sessions                 %llu (%d clients), %llu messages echoed byte-identical\n",
+              count(stats.ws_sessions.load()), opt.ws_clients, count(stats.ws_messages.load()));
+  std::printf("  reloads not confirmed by keyshim   %llu\n", count(stats.unconfirmed_reloads.load()));
   std::printf("  keyshim RSS KiB start/end          %lld / %lld (tolerance +%lld)\n", start.rss_kib,
               end.rss_kib, opt.rss_tolerance_kib);
   std::printf("  keyshim open fds start/end         %lld / %lld\n", start.fds, end.fds);
@@ -255,18 +261,20 @@ int run_soak(const RunOptions& opt) {
   Stats warm;
   Stats stats;
   std::atomic<std::uint64_t> next_id{1};
-  int generation = 0;
+  KeyBook keys(opt);
   std::printf("soak: warm-up %d s, %d clients\n", opt.warmup_seconds, opt.concurrency);
   std::fflush(stdout);
-  Load(opt, warm).run(opt.warmup_seconds, next_id, generation);
-  Sample start = quiet_sample(opt, generation, next_id);
+  Load(opt, warm, keys).run(opt.warmup_seconds, next_id);
+  Sample start = quiet_sample(opt, keys, next_id);
   std::printf("soak: start RSS %lld KiB, %lld fds; load %d s\n", start.rss_kib, start.fds, opt.load_seconds);
   std::fflush(stdout);
-  Load(opt, stats).run(opt.load_seconds, next_id, generation);
-  Sample end = quiet_sample(opt, generation, next_id);
+  Load(opt, stats, keys).run(opt.load_seconds, next_id);
+  Sample end = quiet_sample(opt, keys, next_id);
   bool alive = ::kill(opt.pid, 0) == 0;
   print_summary(opt, warm, stats, start, end);
-  bool violations = stats.count(Outcome::violation) + warm.count(Outcome::violation) > 0;
+  bool violations = stats.count(Outcome::violation) + warm.count(Outcome::violation) +
+                        stats.unconfirmed_reloads + warm.unconfirmed_reloads >
+                    0;
   bool leak = end.fds != start.fds || end.rss_kib > start.rss_kib + opt.rss_tolerance_kib || start.fds < 0;
   std::printf("soak: %s\n", !alive       ? "FAIL (keyshim is gone)"
                             : violations ? "FAIL (violations)"

@@ -18,12 +18,9 @@ struct RunOptions {
   std::uint64_t seed = 1;
   int reload_seconds = 15;
   long long rss_tolerance_kib = 4096;
-  int pace_ms = 100; // each client pauses up to this long between streams
+  int pace_ms = 100;  // each client pauses up to this long between streams
+  int ws_clients = 4; // of `concurrency`, the clients that open WebSockets
 };
-
-// Writes the soak's pool file (mode 0600, atomically by rename); key
-// generation `generation` names the keys, so a new generation rotates them.
-bool write_pool_file(const RunOptions& opt, int generation);
 
 // The whole run; returns the process exit code (0: no violation, no leak).
 int run_soak(const RunOptions& opt);

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <poll.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -53,6 +54,9 @@ struct Head {
   bool chunked = false;
   bool has_length = false;
   std::uint64_t length = 0;
+  bool retry_after = false;
+  std::string key_id;     // X-Soak-Key: the key the upstream got
+  std::int64_t at_ns = 0; // X-Soak-At: when (steady clock)
 };
 
 std::string lower(std::string s) {
@@ -77,6 +81,12 @@ bool read_head(Reader& r, Head& head) {
       head.length = std::strtoull(l.c_str() + 15, nullptr, 10);
     } else if (l.rfind("transfer-encoding:", 0) == 0) {
       head.chunked = l.find("chunked") != std::string::npos;
+    } else if (l.rfind("retry-after:", 0) == 0) {
+      head.retry_after = true;
+    } else if (l.rfind("x-soak-key:", 0) == 0) {
+      head.key_id = l.substr(l.find_first_not_of(' ', 11));
+    } else if (l.rfind("x-soak-at:", 0) == 0) {
+      head.at_ns = std::strtoll(l.c_str() + 10, nullptr, 10);
     }
   }
   return false;
@@ -192,8 +202,52 @@ void wait_then_close(int fd, std::uint64_t ms) {
 
 } // namespace
 
-StreamResult run_stream(int port, const StreamPlan& plan, int timeout_s) {
+namespace {
+
+// The waiting room's and the reloads' checks on an answer: keyshim's own 503
+// carries Retry-After and, for a request no fault delays, comes by max_wait
+// plus slack; no answer comes from a key retired before it was served.
+StreamResult check_answer(const StreamPlan& plan, const Head& head, const std::string& body,
+                          std::chrono::steady_clock::time_point started,
+                          std::chrono::steady_clock::duration took, KeyBook& keys) {
+  bool healthy = plan.kind == Kind::sse || plan.kind == Kind::json;
+  StreamResult r{Outcome::error_status, head.status, body.size(), {}};
+  r.wait_503 = head.status == 503 && body.find("soak fault") == std::string::npos;
+  r.waited = healthy && took > k_waited;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(took).count();
+  if (r.wait_503 && !head.retry_after) {
+    return violation("keyshim's 503 without Retry-After", head, body.size());
+  }
+  if (r.wait_503 && healthy && took > std::chrono::seconds(k_max_wait_s) + k_wait_slack) {
+    return violation("keyshim's 503 after " + std::to_string(ms) + " ms (max_wait " +
+                         std::to_string(k_max_wait_s) + " s)",
+                     head, body.size());
+  }
+  // A request in flight at a reload may finish on the old keys; one sent
+  // after it, or one served at its only attempt after it (so it was
+  // waiting, not in flight), may not.
+  std::int64_t sent_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(started.time_since_epoch()).count();
+  if (!head.key_id.empty() && keys.retired_before(head.key_id, healthy ? head.at_ns : sent_ns)) {
+    return violation("served by key " + head.key_id + " after the reload that dropped it", head, body.size());
+  }
+  return r;
+}
+
+StreamResult with_waits(StreamResult r, const StreamResult& checked) {
+  r.waited = checked.waited;
+  r.wait_503 = checked.wait_503;
+  return r;
+}
+
+} // namespace
+
+StreamResult run_stream(int port, const StreamPlan& plan, int timeout_s, KeyBook& keys) {
+  if (plan.kind == Kind::ws) {
+    return run_ws(port, plan, timeout_s, keys);
+  }
   Head head;
+  auto started = std::chrono::steady_clock::now();
   int fd = connect_loopback(port, timeout_s);
   if (fd < 0) {
     return violation("cannot connect to keyshim: " + std::string(std::strerror(errno)), head, 0);
@@ -208,6 +262,7 @@ StreamResult run_stream(int port, const StreamPlan& plan, int timeout_s) {
     ::close(fd);
     return violation(r.timed_out ? "no answer head within the timeout" : "no valid answer head", head, 0);
   }
+  auto took = std::chrono::steady_clock::now() - started; // to the answer's head
   std::string body;
   std::uint64_t limit = plan.hangup == Hangup::streaming ? plan.hangup_after : ~0ull;
   bool complete = read_body(r, head, body, limit);
@@ -220,12 +275,16 @@ StreamResult run_stream(int port, const StreamPlan& plan, int timeout_s) {
   if (timed_out) {
     return violation("no progress within " + std::to_string(timeout_s) + " s", head, body.size());
   }
+  StreamResult checked = check_answer(plan, head, body, started, took, keys);
+  if (checked.outcome == Outcome::violation) {
+    return checked;
+  }
   // An error status, or an error event relayed when every attempt got one
   // (keyshim relays the last upstream error verbatim).
   if (head.status != 200 || (complete && body.rfind("data: {\"error\"", 0) == 0)) {
-    return {Outcome::error_status, head.status, body.size(), {}};
+    return checked;
   }
-  return judge(plan, head, body, complete);
+  return with_waits(judge(plan, head, body, complete), checked);
 }
 
 } // namespace soak

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "soak_common.hpp"
+#include "soak_keys.hpp"
 
 #include <cstdint>
 #include <string>
@@ -32,11 +33,18 @@ struct StreamResult {
   Outcome outcome = Outcome::violation;
   int status = 0;
   std::uint64_t bytes = 0;
-  std::string detail; // why, for a violation
+  std::string detail;         // why, for a violation
+  std::uint64_t messages = 0; // WebSocket messages echoed byte-identical
+  bool waited = false;        // a healthy stream's head came late: it waited for a key
+  bool wait_503 = false;      // keyshim's own 503 (no key within max_wait)
 };
 
 // Runs one stream against keyshim on 127.0.0.1:`port`. No step waits longer
 // than `timeout_s` for progress.
-StreamResult run_stream(int port, const StreamPlan& plan, int timeout_s);
+// Answers served (X-Soak-Key) by a key `keys` retired before are violations.
+StreamResult run_stream(int port, const StreamPlan& plan, int timeout_s, KeyBook& keys);
+
+// A WebSocket session of `plan` (Kind::ws) through keyshim: see soak_ws.cpp.
+StreamResult run_ws(int port, const StreamPlan& plan, int timeout_s, KeyBook& keys);
 
 } // namespace soak

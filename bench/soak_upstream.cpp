@@ -9,6 +9,7 @@
 // prints "port=N" once listening; exits on SIGTERM/SIGINT, when its parent
 // dies, or after --max-seconds.
 #include "soak_common.hpp"
+#include "soak_upstream_ws.hpp"
 
 #include <arpa/inet.h>
 #include <poll.h>
@@ -67,7 +68,15 @@ struct Request {
   std::uint64_t id = 0;
   std::uint64_t seed = 0;
   bool has_key = false;
+  std::string key_id; // "GEN-INDEX" of the key keyshim sent
+  std::string head;   // the request head, kept for a WebSocket upgrade
 };
+
+std::string steady_ns() {
+  return std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count());
+}
 
 void pause_ms(int ms) {
   auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
@@ -110,7 +119,8 @@ bool parse_target(const std::string& head, Request& req) {
   }
   req.id = id;
   req.seed = seed;
-  req.has_key = head.find("\r\nAuthorization: Bearer sk-soak-") != std::string::npos;
+  req.key_id = soak::key_id_of(head);
+  req.has_key = !req.key_id.empty();
   return true;
 }
 
@@ -133,6 +143,9 @@ bool read_request(int fd, std::string& buffer, Request& req) {
   std::size_t body = header_value_size(head, "\r\ncontent-length:");
   if (body > k_max_body || !parse_target(head, req)) {
     return false;
+  }
+  if (req.kind == soak::Kind::ws) {
+    req.head = head;
   }
   while (buffer.size() < head.size() + body) {
     ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
@@ -200,7 +213,8 @@ bool send_body(int fd, const soak::Content& c, bool chunked, bool cut, std::mins
 bool send_stream(int fd, const Request& req, std::minstd_rand& rng) {
   bool length = soak::kind_has_length(req.kind);
   soak::Content c = soak::make_content(req.seed, length);
-  std::string head = "HTTP/1.1 200 OK\r\n";
+  std::string head =
+      "HTTP/1.1 200 OK\r\nX-Soak-Key: " + req.key_id + "\r\nX-Soak-At: " + steady_ns() + "\r\n";
   if (length) {
     head += "Content-Type: application/json\r\nContent-Length: " + std::to_string(c.body.size()) + "\r\n";
   } else {
@@ -265,6 +279,10 @@ void serve_connection(int fd) {
   while (open && !g_stop) {
     Request req;
     if (!read_request(fd, buffer, req) || !req.has_key) {
+      break;
+    }
+    if (req.kind == soak::Kind::ws) {
+      serve_ws(fd, req.head, req.key_id, steady_ns(), req.seed, g_stop);
       break;
     }
     open = answer(fd, req, rng);
