@@ -14,6 +14,10 @@
 namespace keyshim::relay {
 namespace {
 
+// The content type of a TLS record that carries application data (RFC 8446
+// section 5.1; TLS 1.3 sends every record after the handshake as one).
+constexpr unsigned char k_tls_application_data = 23;
+
 // Providers close idle connections after a while; an old one would likely
 // fail on first use and cost a retry.
 constexpr auto k_max_idle_age = std::chrono::seconds(20);
@@ -149,6 +153,28 @@ void UpstreamConn::on_handshake(const ErrorCode& ec) {
   std::string detail = verify != X509_V_OK ? X509_verify_cert_error_string(verify) : ec.message();
   ERR_clear_error();
   finish_connect(ConnectFailure::tls, detail);
+}
+
+// Asio's TLS engine reads one record per read, so an upstream that sends
+// every event in a record of its own would cost a client write per event.
+// The engine's input is a BIO pair: what waits there, undecrypted, can be
+// looked at without consuming it. The 5-byte record header gives the length.
+bool UpstreamConn::has_whole_record() const {
+  if (!m_tls) {
+    return false;
+  }
+  SSL* ssl = m_tls->native_handle();
+  if (SSL_pending(ssl) > 0) {
+    return true;
+  }
+  char* data = nullptr;
+  int available = BIO_nread0(SSL_get_rbio(ssl), &data);
+  if (available < 5 || data == nullptr) {
+    return false;
+  }
+  const auto* header = reinterpret_cast<const unsigned char*>(data);
+  std::size_t length = (std::size_t{header[3]} << 8) | header[4];
+  return header[0] == k_tls_application_data && static_cast<std::size_t>(available) >= 5 + length;
 }
 
 void UpstreamConn::close() {

@@ -47,6 +47,11 @@ public:
   using ConnectDone = std::function<void(ConnectFailure, std::string)>;
   void connect(const config::UpstreamUrl& url, ConnectDone done);
 
+  // Whether a read of the TLS stream would complete without waiting for the
+  // network: decrypted bytes are buffered, or a whole record has been
+  // received. Always false for a plain connection.
+  bool has_whole_record() const;
+
   // Close now: pending operations finish with operation_aborted.
   void close();
   // For an idle connection: open, nothing left over from its last response,
