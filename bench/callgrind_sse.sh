@@ -8,7 +8,8 @@
 # Starts MOCK (bench_mock_upstream) and KEYSHIM under callgrind on ephemeral
 # 127.0.0.1 ports, fetches /sse?events=EVENTS&size=SIZE&batch=BATCH through
 # it once with curl, stops both, and prints keyshim's total instructions, the
-# body bytes and instructions per byte, then callgrind_annotate's top
+# body bytes and instructions per byte, the usage meter's share (inclusive
+# instructions of UsageMeter::feed), then callgrind_annotate's top
 # functions. Read sizes follow the machine's timing, so the total moves by a
 # few per cent between runs; the meter's own functions do not.
 set -euo pipefail
@@ -18,6 +19,7 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  [[ -n ${KEEP_CG:-} ]] && cp "$work/cg.out" "$KEEP_CG"
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -41,5 +43,9 @@ bytes=$(curl -s -o /dev/null -w '%{size_download}' \
 kill -TERM "$kpid"
 wait "$kpid" || true
 total=$(callgrind_annotate "$work/cg.out" 2>/dev/null | sed -n 's/^\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)
-echo "size=$size events=$events batch=$batch body_bytes=$bytes instructions=$total ir_per_byte=$(awk -v t="$total" -v b="$bytes" 'BEGIN { printf "%.2f", t / b }')"
+meter=$(callgrind_annotate --inclusive=yes "$work/cg.out" 2>/dev/null |
+  sed -n 's/^ *\([0-9,]*\) .*keyshim::policy::UsageMeter::feed(.*/\1/p' | head -1 | tr -d ,)
+echo "size=$size events=$events batch=$batch body_bytes=$bytes instructions=$total" \
+  "ir_per_byte=$(awk -v t="$total" -v b="$bytes" 'BEGIN { printf "%.2f", t / b }')" \
+  "usage_meter_ir=${meter:-0} meter_ir_per_byte=$(awk -v t="${meter:-0}" -v b="$bytes" 'BEGIN { printf "%.3f", t / b }')"
 callgrind_annotate "$work/cg.out" 2>/dev/null | sed -n '/file:function/,$p' | head -25
