@@ -86,5 +86,26 @@ TEST(TlsUpstream, CommonNameIsIgnoredWhenTheCertificateHasSubjectAltNames) {
   EXPECT_TRUE(upstream.authorizations().empty());
 }
 
+// An HTTPS upstream that sends every event in a TLS record of its own:
+// keyshim joins the records already received into one client write (issue
+// 19); the bytes and the usage count must come out the same.
+TEST(TlsUpstream, AStreamOfSmallRecordsArrivesWholeAndCountsItsUsage) {
+  HttpsUpstream upstream;
+  Shim shim(pool_toml(1, ca_file_setting(upstream.ca_file())), url("localhost", upstream));
+  httplib::Client client("127.0.0.1", shim.port());
+  client.set_read_timeout(20, 0);
+  auto res = client.Post("/v1/stream", R"({"stream":true})", "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  std::string expected;
+  for (int i = 0; i < HttpsUpstream::k_stream_events; ++i) {
+    expected += HttpsUpstream::stream_event(i);
+  }
+  EXPECT_EQ(res->body, expected);
+  const auto& counts = shim.server().state()->pools.at(0).keys->health(0).total;
+  EXPECT_EQ(counts.input_tokens, 5U);
+  EXPECT_EQ(counts.output_tokens, 3U);
+}
+
 } // namespace
 } // namespace keyshim::test
