@@ -127,10 +127,6 @@ void UpstreamAttempt::on_head(unsigned generation, const ErrorCode& ec) {
 void UpstreamAttempt::read_body() {
   m_parser->get().body().data = m_pieces;
   m_parser->get().body().size = m_piece_size;
-  read_more();
-}
-
-void UpstreamAttempt::read_more() {
   m_conn->with_stream([&](auto& stream) {
     http::async_read_some(
         stream, m_conn->buffer(), *m_parser,
@@ -152,13 +148,16 @@ void UpstreamAttempt::on_piece(unsigned generation, const ErrorCode& error) {
   }
   if (!error) {
     n += parse_buffered();
+    // TLS records already received join too; a bounded loop (each round
+    // reads at least one byte of what has arrived).
+    for (int round = 0; round < k_max_parsed_elements && !m_parser->is_done() &&
+                        m_parser->get().body().size != 0 && m_conn->read_received() != 0;
+         ++round) {
+      n += parse_buffered();
+    }
     piece = std::string_view(m_pieces, n);
   }
   bool done = m_parser->is_done();
-  if (!error && !done && m_parser->get().body().size != 0 && m_conn->has_whole_record()) {
-    read_more(); // a TLS record already received: its bytes join this piece's write
-    return;
-  }
   if (n == 0 && !done) {
     read_body(); // only a chunk header was parsed: an empty piece would end the stream
     return;

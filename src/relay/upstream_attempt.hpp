@@ -94,8 +94,6 @@ private:
   void on_sent(unsigned generation, const ErrorCode& ec);
   void read_head();
   void on_head(unsigned generation, const ErrorCode& ec);
-  // Read more body into the current piece, after the bytes already in it.
-  void read_more();
   void on_piece(unsigned generation, const ErrorCode& ec);
   // Parse body bytes already read into the piece, without a read: the bytes added.
   std::size_t parse_buffered();

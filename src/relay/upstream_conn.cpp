@@ -14,9 +14,8 @@
 namespace keyshim::relay {
 namespace {
 
-// The content type of a TLS record that carries application data (RFC 8446
-// section 5.1; TLS 1.3 sends every record after the handshake as one).
-constexpr unsigned char k_tls_application_data = 23;
+// The most plaintext one TLS record carries (RFC 8446 section 5.1).
+constexpr std::size_t k_tls_record_bytes = 16 * 1024;
 
 // Providers close idle connections after a while; an old one would likely
 // fail on first use and cost a retry.
@@ -155,26 +154,26 @@ void UpstreamConn::on_handshake(const ErrorCode& ec) {
   finish_connect(ConnectFailure::tls, detail);
 }
 
-// Asio's TLS engine reads one record per read, so an upstream that sends
-// every event in a record of its own would cost a client write per event.
-// The engine's input is a BIO pair: what waits there, undecrypted, can be
-// looked at without consuming it. The 5-byte record header gives the length.
-bool UpstreamConn::has_whole_record() const {
+// Asio's TLS engine decrypts one record per read, and each read's completion
+// is a trip through the event loop (an epoll_wait), so an upstream that
+// sends every event in a record of its own would cost a loop trip and a
+// client write per event. The engine's input is a BIO pair, never the
+// socket: SSL_read on it returns what has been received and decrypts, or
+// wants more without waiting. Asio's next read goes on from the same state.
+std::size_t UpstreamConn::read_received() {
   if (!m_tls) {
-    return false;
+    return 0;
   }
   SSL* ssl = m_tls->native_handle();
-  if (SSL_pending(ssl) > 0) {
-    return true;
+  auto space = m_buffer.prepare(k_tls_record_bytes);
+  ERR_clear_error();
+  int n = SSL_read(ssl, space.data(), static_cast<int>(space.size()));
+  if (n <= 0) {
+    ERR_clear_error(); // nothing received, or an error the next read reports
+    return 0;
   }
-  char* data = nullptr;
-  int available = BIO_nread0(SSL_get_rbio(ssl), &data);
-  if (available < 5 || data == nullptr) {
-    return false;
-  }
-  const auto* header = reinterpret_cast<const unsigned char*>(data);
-  std::size_t length = (std::size_t{header[3]} << 8) | header[4];
-  return header[0] == k_tls_application_data && static_cast<std::size_t>(available) >= 5 + length;
+  m_buffer.commit(static_cast<std::size_t>(n));
+  return static_cast<std::size_t>(n);
 }
 
 void UpstreamConn::close() {

@@ -47,10 +47,9 @@ public:
   using ConnectDone = std::function<void(ConnectFailure, std::string)>;
   void connect(const config::UpstreamUrl& url, ConnectDone done);
 
-  // Whether a read of the TLS stream would complete without waiting for the
-  // network: decrypted bytes are buffered, or a whole record has been
-  // received. Always false for a plain connection.
-  bool has_whole_record() const;
+  // For TLS: the decrypted bytes of records already received, appended to
+  // buffer() without waiting for the network; how many (0 for plain).
+  std::size_t read_received();
 
   // Close now: pending operations finish with operation_aborted.
   void close();

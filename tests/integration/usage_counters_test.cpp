@@ -77,10 +77,14 @@ TEST(UsageCounters, AFastStreamOfSmallChunksArrivesWholeAndCountsItsUsage) {
   Shim shim(pool_toml(1), upstream.base_url());
   httplib::Client client("127.0.0.1", shim.port());
   client.set_read_timeout(20, 0);
+  client.set_keep_alive(true); // the next request waits for this one's end
   httplib::Result res = client.Post("/v1/chat/completions", R"({"stream":true})", "application/json");
   ASSERT_TRUE(res);
   ASSERT_EQ(res->status, 200);
   EXPECT_EQ(res->body, expected);
+  // The response is counted when its last write completes, which the client
+  // may see first; the connection reads the next request only after that.
+  ASSERT_TRUE(client.Get("/health"));
   const auto& counts = shim.server().state()->pools.at(0).keys->health(0).total;
   EXPECT_EQ(counts.input_tokens, 11U);
   EXPECT_EQ(counts.output_tokens, 7U);
