@@ -3,6 +3,7 @@
 #include "policy/event_skimmer.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 namespace keyshim::policy::detail {
@@ -14,6 +15,10 @@ constexpr std::string_view k_metadata = "Metadata";
 // Bytes kept of one event that is still passed over; a longer event goes to
 // the reader, which applies max_event to it exactly.
 constexpr std::size_t k_keep_limit = std::size_t{64} * 1024;
+
+// Enough of a cut name's two sides to judge it: its 5 kept bytes and what
+// follows ("Metadata", quote, blanks, colon, brace), else it counts as a maybe.
+constexpr std::size_t k_joint_bytes = 40;
 
 bool is_line_end(char c) {
   return c == '\n' || c == '\r';
@@ -150,11 +155,16 @@ void EventSkimmer::skim(std::string_view bytes) {
 
 std::size_t EventSkimmer::first_candidate(std::string_view bytes) const {
   if (!m_kept.empty()) {
-    // A name cut by the end of the previous piece.
-    std::string joint(m_kept.substr(m_kept.size() - std::min(m_kept.size(), k_name.size() - 1)));
-    std::size_t tail = joint.size();
-    joint.append(bytes.substr(0, 32));
-    std::size_t pos = find_usage_name(joint, 0);
+    // A name cut by the end of the previous piece: the kept tail joined to
+    // this piece's start, on the stack (this runs for most pieces).
+    std::array<char, k_joint_bytes> joint{};
+    std::string_view kept =
+        std::string_view(m_kept).substr(m_kept.size() - std::min(m_kept.size(), k_name.size() - 1));
+    std::string_view head = bytes.substr(0, joint.size() - kept.size());
+    std::copy(kept.begin(), kept.end(), joint.begin());
+    std::copy(head.begin(), head.end(), joint.begin() + static_cast<std::ptrdiff_t>(kept.size()));
+    std::size_t tail = kept.size();
+    std::size_t pos = find_usage_name(std::string_view(joint.data(), kept.size() + head.size()), 0);
     if (pos != std::string_view::npos && pos < tail) {
       return k_in_kept;
     }
