@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # keyshim side by side with nginx, on the same mock upstreams, in one run.
 #
-#   bench/sidebyside.sh [--quick] [--no-nginx] [--held-big N] [BUILD_DIR]
+#   bench/sidebyside.sh [--quick] [--no-nginx] [--held-big N] [--bulk-only] [BUILD_DIR]
 #   bench/sidebyside.sh [...] --keyshim PATH --mock PATH --loadgen PATH
 #
 # BUILD_DIR (default: build/release, else build/ci) holds keyshim,
@@ -18,6 +18,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
 
 quick=0
+bulk_only=0
 use_nginx=1
 held_big=10000
 build_dir=""
@@ -26,7 +27,7 @@ mock_bin=""
 loadgen_bin=""
 
 usage() {
-  sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -34,6 +35,7 @@ while (($#)); do
   case $1 in
   --quick) quick=1 ;;
   --no-nginx) use_nginx=0 ;;
+  --bulk-only) bulk_only=1 ;;
   --keyshim) keyshim_bin=$2; shift ;;
   --mock) mock_bin=$2; shift ;;
   --loadgen) loadgen_bin=$2; shift ;;
@@ -130,6 +132,23 @@ targets=(direct keyshim)
 log "keyshim-bench: mocks :$mock_port, https :$mock_tls_port, ws :$mock_ws_port; keyshim :$ks_port (pid $ks_pid), https :$kstls_port, ws :$ksws_port${ng_pid:+; nginx :$ng_port, https :$ng_tls_port (pids $ng_pid,$ng_worker)}; open files $nofile; $( ((quick)) && echo quick || echo full) run"
 
 # ------------------------------------------------------------ measure
+if ((bulk_only)); then
+  measure_bulk bulk1k 1024 1
+  measure_bulk bulk16k 16384 1
+  up=tls
+  measure_bulk tls_bulk1k 1024 1
+  measure_bulk tls_bulk16k 16384 1
+  up=plain
+  printf '\nkeyshim side by side, bulk rows only (%s, %s CPUs, %s)\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$(nproc)" \
+    "$("$keyshim_bin" --version 2>/dev/null | head -1 || echo keyshim)"
+  table_bulk bulk1k 1024 1
+  table_bulk bulk16k 16384 1
+  table_bulk tls_bulk1k 1024 1 ", HTTPS upstream"
+  table_bulk tls_bulk16k 16384 1 ", HTTPS upstream"
+  printf '\nthe run took %d s\n' "$SECONDS"
+  exit 0
+fi
+
 # Plain-HTTP upstream.
 measure_idle
 measure_ttfb

@@ -31,6 +31,12 @@ public:
 
   // Reads the next bytes of the stream, dispatching every event they complete.
   void take(std::string_view bytes) override;
+  // Whether the stream stands between two events: past its first line, no
+  // byte of the next event read, no CR whose LF may follow.
+  bool between_events() const {
+    return m_line_bytes == 0 && m_event_bytes == 0 && !m_has_data && !m_skipping && !m_after_cr &&
+           !m_first_line;
+  }
 
 private:
   void hold(std::string_view part);

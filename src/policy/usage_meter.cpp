@@ -2,7 +2,7 @@
 // of it as it passes, and hand events or the whole JSON document to the tally.
 #include "policy/usage_meter.hpp"
 
-#include "policy/event_stream_reader.hpp"
+#include "policy/event_skimmer.hpp"
 #include "policy/stream_decoder.hpp"
 #include "policy/usage_tally.hpp"
 #include "util/ascii.hpp"
@@ -83,7 +83,7 @@ struct UsageMeter::Reading final : detail::EventSink {
 
   std::unique_ptr<StreamDecoder> decoder;
   detail::UsageTally tally;
-  detail::EventStreamReader events;
+  detail::EventSkimmer events;
   JsonBody json;
   DecodedSink* body; // events or json
   bool is_events;

@@ -38,8 +38,9 @@
 namespace keyshim::policy {
 
 // A meter for one response body. Cheap on the relay's hot path: an event
-// stream costs a scan for line ends and a copy of each event's data, and only
-// events with a usage object are parsed. Nothing it is given can make it
+// stream costs one search of each piece for `"usage` and a look back for the
+// last event's start; only events that name a usage object are split into
+// lines and copied, and only those with one are parsed. Nothing it is given can make it
 // throw. Not thread-safe; one per response.
 class UsageMeter {
 public:

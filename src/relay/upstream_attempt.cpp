@@ -146,12 +146,48 @@ void UpstreamAttempt::on_piece(unsigned generation, const ErrorCode& error) {
     events->attempt_body_failed(piece, error.message());
     return;
   }
+  if (!error) {
+    n += parse_buffered();
+    // TLS records already received join too; a bounded loop (each round
+    // reads at least one byte of what has arrived).
+    for (int round = 0; round < k_max_parsed_elements && !m_parser->is_done() &&
+                        m_parser->get().body().size != 0 && m_conn->read_received() != 0;
+         ++round) {
+      n += parse_buffered();
+    }
+    piece = std::string_view(m_pieces, n);
+  }
   bool done = m_parser->is_done();
   if (n == 0 && !done) {
     read_body(); // only a chunk header was parsed: an empty piece would end the stream
     return;
   }
   events->attempt_body(piece, done);
+}
+
+// Beast's read hands over one chunk at a time, although the read that
+// fetched it may have brought many: an upstream that flushes every event as
+// a chunk of its own (1 KiB each) would cost one client write, a system call,
+// per event. So the chunks already in the buffer join the piece, as far as it
+// has room; bytes that need another read (a cut chunk header) wait for it, so
+// no byte is held back waiting for the next. A parse error stops here and is
+// met again, and reported, by the next read. Returns the body bytes added.
+std::size_t UpstreamAttempt::parse_buffered() {
+  beast::flat_buffer& buffer = m_conn->buffer();
+  auto& body = m_parser->get().body();
+  std::size_t before = body.size;
+  for (int element = 0; element < k_max_parsed_elements; ++element) {
+    if (buffer.size() == 0 || body.size == 0 || m_parser->is_done()) {
+      break;
+    }
+    ErrorCode ec;
+    std::size_t used = m_parser->put(buffer.data(), ec);
+    buffer.consume(used);
+    if (ec || used == 0) {
+      break; // need_more, need_buffer (the piece is full), or an error for the next read
+    }
+  }
+  return before - body.size;
 }
 
 // The precise rule: a pooled connection, no byte of a response, the

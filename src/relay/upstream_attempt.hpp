@@ -49,6 +49,11 @@ public:
 // repeat the wait without bound or count.
 inline constexpr std::chrono::milliseconds k_stale_window{1000};
 
+// How many parsed elements (chunk headers, chunk bodies) one piece may take
+// from bytes already read: a bound on one handler's work, never reached by a
+// piece that fills up first (64 KiB of 1-byte chunks is 128 Ki elements).
+inline constexpr int k_max_parsed_elements = 4096;
+
 class UpstreamAttempt : public std::enable_shared_from_this<UpstreamAttempt> {
 public:
   struct Request {
@@ -92,6 +97,8 @@ private:
   void read_head();
   void on_head(unsigned generation, const ErrorCode& ec);
   void on_piece(unsigned generation, const ErrorCode& ec);
+  // Parse body bytes already read into the piece, without a read: the bytes added.
+  std::size_t parse_buffered();
   // Whether a failure of the write (`writing`) or of reading the response
   // head looks like a pooled connection the upstream had closed while idle.
   bool looks_stale(const ErrorCode& ec, bool writing) const;

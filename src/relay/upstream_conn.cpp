@@ -14,6 +14,9 @@
 namespace keyshim::relay {
 namespace {
 
+// The most plaintext one TLS record carries (RFC 8446 section 5.1).
+constexpr std::size_t k_tls_record_bytes = 16 * 1024;
+
 // Providers close idle connections after a while; an old one would likely
 // fail on first use and cost a retry.
 constexpr auto k_max_idle_age = std::chrono::seconds(20);
@@ -149,6 +152,28 @@ void UpstreamConn::on_handshake(const ErrorCode& ec) {
   std::string detail = verify != X509_V_OK ? X509_verify_cert_error_string(verify) : ec.message();
   ERR_clear_error();
   finish_connect(ConnectFailure::tls, detail);
+}
+
+// Asio's TLS engine decrypts one record per read, and each read's completion
+// is a trip through the event loop (an epoll_wait), so an upstream that
+// sends every event in a record of its own would cost a loop trip and a
+// client write per event. The engine's input is a BIO pair, never the
+// socket: SSL_read on it returns what has been received and decrypts, or
+// wants more without waiting. Asio's next read goes on from the same state.
+std::size_t UpstreamConn::read_received() {
+  if (!m_tls) {
+    return 0;
+  }
+  SSL* ssl = m_tls->native_handle();
+  auto space = m_buffer.prepare(k_tls_record_bytes);
+  ERR_clear_error();
+  int n = SSL_read(ssl, space.data(), static_cast<int>(space.size()));
+  if (n <= 0) {
+    ERR_clear_error(); // nothing received, or an error the next read reports
+    return 0;
+  }
+  m_buffer.commit(static_cast<std::size_t>(n));
+  return static_cast<std::size_t>(n);
 }
 
 void UpstreamConn::close() {

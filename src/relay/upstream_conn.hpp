@@ -48,6 +48,10 @@ public:
   using ConnectDone = std::function<void(ConnectFailure, std::string)>;
   void connect(const config::UpstreamUrl& url, ConnectDone done);
 
+  // For TLS: the decrypted bytes of records already received, appended to
+  // buffer() without waiting for the network; how many (0 for plain).
+  std::size_t read_received();
+
   // Close now: pending operations finish with operation_aborted.
   void close();
   // For an idle connection: open, nothing left over from its last response,

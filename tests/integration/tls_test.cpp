@@ -112,5 +112,30 @@ TEST(TlsUpstream, TheSystemBundleFileIsTrustedWithoutCaFile) {
   EXPECT_EQ(upstream.authorizations(), std::vector<std::string>{"Bearer " + test_key(0)});
 }
 
+// An HTTPS upstream that sends every event in a TLS record of its own:
+// keyshim joins the records already received into one client write (issue
+// 19); the bytes and the usage count must come out the same.
+TEST(TlsUpstream, AStreamOfSmallRecordsArrivesWholeAndCountsItsUsage) {
+  HttpsUpstream upstream;
+  Shim shim(pool_toml(1, ca_file_setting(upstream.ca_file())), url("localhost", upstream));
+  httplib::Client client("127.0.0.1", shim.port());
+  client.set_read_timeout(20, 0);
+  client.set_keep_alive(true); // the next request waits for this one's end
+  auto res = client.Post("/v1/stream", R"({"stream":true})", "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  std::string expected;
+  for (int i = 0; i < HttpsUpstream::k_stream_events; ++i) {
+    expected += HttpsUpstream::stream_event(i);
+  }
+  EXPECT_EQ(res->body, expected);
+  // The response is counted when its last write completes, which the client
+  // may see first; the connection reads the next request only after that.
+  ASSERT_TRUE(client.Get("/health"));
+  const auto& counts = shim.server().state()->pools.at(0).keys->health(0).total;
+  EXPECT_EQ(counts.input_tokens, 5U);
+  EXPECT_EQ(counts.output_tokens, 3U);
+}
+
 } // namespace
 } // namespace keyshim::test

@@ -143,6 +143,20 @@ HttpsUpstream::HttpsUpstream(const std::string& common_name, const std::string& 
     }
     res.set_content(R"({"ok":true})", "application/json");
   };
+  // An event stream that flushes each event as a chunk, each in a TLS record
+  // of its own, and ends with a usage report.
+  m_server->Post("/v1/stream", [](const httplib::Request&, httplib::Response& res) {
+    res.set_chunked_content_provider("text/event-stream", [](std::size_t, httplib::DataSink& sink) {
+      for (int i = 0; i < k_stream_events; ++i) {
+        std::string event = stream_event(i);
+        if (!sink.write(event.data(), event.size())) {
+          return false;
+        }
+      }
+      sink.done();
+      return true;
+    });
+  });
   m_server->Get(".*", answer);
   m_server->Post(".*", answer);
   // The socket listens once bound, so connections made before the thread
@@ -157,6 +171,14 @@ HttpsUpstream::HttpsUpstream(const std::string& common_name, const std::string& 
 HttpsUpstream::~HttpsUpstream() {
   m_server->close_listener();
   m_thread.join();
+}
+
+std::string HttpsUpstream::stream_event(int i) {
+  if (i + 1 == k_stream_events) {
+    return "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3}}\n\n";
+  }
+  return "data: {\"choices\":[{\"delta\":{\"content\":\"" + std::to_string(i) +
+         std::string(static_cast<std::size_t>(i % 89), 'y') + "\"}}]}\n\n";
 }
 
 std::vector<std::string> HttpsUpstream::authorizations() const {

@@ -43,6 +43,11 @@ public:
   int port() const { return m_port; }
   // The CA that signed this server's certificate.
   const std::string& ca_file() const { return m_pki.ca_pem; }
+  // POST /v1/stream answers k_stream_events events, stream_event(0) to the
+  // last, each written as a chunk of its own; the last reports 5 input and 3
+  // output tokens. Every other request gets {"ok":true}.
+  static constexpr int k_stream_events = 2000;
+  static std::string stream_event(int i);
   // Authorization header of every request that got past the handshake. Thread-safe.
   std::vector<std::string> authorizations() const;
 
