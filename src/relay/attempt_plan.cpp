@@ -7,7 +7,7 @@ namespace keyshim::relay {
 using namespace std::chrono;
 
 AttemptPlan::AttemptPlan(std::size_t keys, int max_attempts)
-    : m_excluded(keys, false), m_retried(keys, false), m_max_attempts(max_attempts) {
+    : m_excluded(keys, false), m_retried(keys, false), m_cooled(keys, false), m_max_attempts(max_attempts) {
 }
 
 std::vector<bool> AttemptPlan::mask() const {
@@ -28,19 +28,21 @@ bool AttemptPlan::drop_repeat() {
   return true;
 }
 
-void AttemptPlan::after_failure(std::size_t index, policy::Action action) {
+void AttemptPlan::after_failure(std::size_t index, policy::Action action, bool cooled) {
   if (action == policy::Action::retry_same_key && !m_retried[index]) {
     m_retried[index] = true;
     m_repeat = index;
     return;
   }
   m_excluded[index] = true;
+  m_cooled[index] = cooled;
   m_repeat.reset();
 }
 
 void AttemptPlan::rekey(const pool::KeyPool& from, const pool::KeyPool& to) {
   std::vector<bool> excluded(to.size(), false);
   std::vector<bool> retried(to.size(), false);
+  std::vector<bool> cooled(to.size(), false);
   std::optional<std::size_t> repeat;
   for (std::size_t i = 0; i < from.size() && i < m_excluded.size(); ++i) {
     const std::string& fingerprint = from.key(i).secret.fingerprint();
@@ -48,6 +50,7 @@ void AttemptPlan::rekey(const pool::KeyPool& from, const pool::KeyPool& to) {
       if (to.key(j).secret.fingerprint() == fingerprint) {
         excluded[j] = m_excluded[i];
         retried[j] = m_retried[i];
+        cooled[j] = m_cooled[i];
         repeat = m_repeat == i ? std::optional<std::size_t>(j) : repeat;
         break;
       }
@@ -55,6 +58,7 @@ void AttemptPlan::rekey(const pool::KeyPool& from, const pool::KeyPool& to) {
   }
   m_excluded = std::move(excluded);
   m_retried = std::move(retried);
+  m_cooled = std::move(cooled);
   m_repeat = repeat;
 }
 

@@ -35,7 +35,9 @@ public:
   void begin() { ++m_attempts; }
   // The verdict on the attempt with `index` said to try again: the same key
   // once (retry_same_key, the first time for that key), else another key.
-  void after_failure(std::size_t index, policy::Action action);
+  // `cooled`: the verdict cooled the key (for the request's model or all):
+  // a wait is for that cooldown to end (readmit_cooled).
+  void after_failure(std::size_t index, policy::Action action, bool cooled = false);
 
   // A reload gave the request's pool new keys (`to`, built from `from`): what
   // it remembers of a key follows that key by fingerprint, and a key only
@@ -69,6 +71,21 @@ public:
   // Keys that failed earlier in this request and are cooling (`cooling(i)`)
   // become eligible again: they are what a wait is for (one key, a 429 with
   // Retry-After: 2). max_attempts still bounds the attempts.
+  // Keys this request's own failures cooled become eligible again, whether
+  // their cooldown has ended (a short Retry-After, a slow machine) or not
+  // (acquire then reports when it ends). True when one was readmitted.
+  bool readmit_cooled() {
+    bool any = false;
+    for (std::size_t i = 0; i < m_excluded.size(); ++i) {
+      if (m_excluded[i] && m_cooled[i]) {
+        m_excluded[i] = false;
+        m_cooled[i] = false;
+        any = true;
+      }
+    }
+    return any;
+  }
+
   template <class Cooling> void readmit(Cooling cooling) {
     for (std::size_t i = 0; i < m_excluded.size(); ++i) {
       if (m_excluded[i] && cooling(i)) {
@@ -80,6 +97,7 @@ public:
 private:
   std::vector<bool> m_excluded;
   std::vector<bool> m_retried; // keys already repeated once
+  std::vector<bool> m_cooled;  // excluded keys whose failure cooled them
   std::optional<std::size_t> m_repeat;
   int m_attempts = 0;
   int m_max_attempts;

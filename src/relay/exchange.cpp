@@ -55,6 +55,11 @@ void Exchange::choose_key() {
     if (m_plan.drop_repeat()) {
       continue; // the key went cooling after its failure: move on
     }
+    // A key this request cooled is what a wait is for: eligible again
+    // (acquire says when its cooldown ends, or takes it once it has ended).
+    if (!m_reopening && m_settings->max_wait.count() > 0 && m_plan.readmit_cooled()) {
+      continue;
+    }
     if (!m_reopening && start_waiting(selection)) { // a moving turn does not wait
       return;
     }
@@ -128,7 +133,7 @@ void Exchange::act(std::size_t key, const policy::Outcome& outcome, const policy
     answer(m_plan.last_error());
     return;
   }
-  m_plan.after_failure(key, verdict.action);
+  m_plan.after_failure(key, verdict.action, verdict.cooldown.count() > 0);
   choose_key();
 }
 

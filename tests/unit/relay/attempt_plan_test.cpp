@@ -47,6 +47,21 @@ TEST(AttemptPlan, RetrySameKeyRepeatsTheKeyOnceOnly) {
   EXPECT_EQ(plan.mask(), bits({0, 0, 1})) << "a second transient failure excludes it";
 }
 
+// A request that cooled its only key (a 429 with Retry-After: 1) waits for
+// that key, even when the cooldown is over before it decides to wait (a
+// slow machine): only once per failure, and never a key it did not cool.
+TEST(AttemptPlan, AKeyTheRequestCooledIsReadmittedOnceToWaitFor) {
+  AttemptPlan plan(2, 5);
+  plan.begin();
+  plan.after_failure(0, policy::Action::next_key, true);
+  plan.begin();
+  plan.after_failure(1, policy::Action::next_key, false);
+  EXPECT_EQ(plan.mask(), bits({1, 1}));
+  EXPECT_TRUE(plan.readmit_cooled());
+  EXPECT_EQ(plan.mask(), bits({0, 1}));
+  EXPECT_FALSE(plan.readmit_cooled());
+}
+
 TEST(AttemptPlan, ARepeatedKeyThatCooledIsExcluded) {
   AttemptPlan plan(2, 3);
   EXPECT_FALSE(plan.drop_repeat());
