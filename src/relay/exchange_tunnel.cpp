@@ -56,7 +56,7 @@ void Exchange::open_tunnel() {
     m_pool->count_websocket(left.key, -1);
     m_phase = Tunnelling{left.tunnel, key};
     util::log_debug("websocket turn moved to key {}", m_record.key_label);
-    left.tunnel->reattach(std::move(conn), std::move(from_upstream));
+    left.tunnel->reattach(std::move(conn), from_upstream);
     return;
   }
   m_record.ttfb = duration_cast<milliseconds>(m_context.mono.now() - m_started);
@@ -72,7 +72,7 @@ void Exchange::open_tunnel() {
   if (is_responses_socket(m_request.target())) {
     tunnel->read_events();
   }
-  tunnel->start(std::move(head), m_client->take_read_ahead(), std::move(from_upstream));
+  tunnel->start(std::move(head), m_client->take_read_ahead(), from_upstream);
 }
 
 // An event of a Responses WebSocket. Its tokens count for the key; a

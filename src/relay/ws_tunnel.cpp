@@ -43,7 +43,7 @@ void WsTunnel::read_events() {
   m_down.scanner.capture_texts(k_max_text_read);
 }
 
-void WsTunnel::start(std::string head, std::string from_client, std::string from_upstream) {
+void WsTunnel::start(std::string head, std::string from_client, const std::string& from_upstream) {
   m_last_activity = m_mono.now();
   arm_idle();
   m_down.scanner.feed(from_upstream); // frames that came with the 101; the head is not framed
@@ -171,7 +171,7 @@ bool WsTunnel::hold_turn(std::string_view data, std::vector<std::string>& texts)
   return true;
 }
 
-void WsTunnel::reattach(std::shared_ptr<UpstreamConn> upstream, std::string from_upstream) {
+void WsTunnel::reattach(std::shared_ptr<UpstreamConn> upstream, const std::string& from_upstream) {
   if (m_phase != Phase::diverted) {
     upstream->close(); // the client left meanwhile
     return;

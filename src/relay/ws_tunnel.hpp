@@ -74,12 +74,12 @@ public:
   // Write `head` (the 101) and `from_upstream` (bytes that came with it) to
   // the client and `from_client` (bytes read with the request) upstream,
   // then relay both ways.
-  void start(std::string head, std::string from_client, std::string from_upstream);
+  void start(std::string head, std::string from_client, const std::string& from_upstream);
   // Close both sides now with 1001 and `why` as the log's reason.
   void abort(const std::string& why);
   // After a diverted turn: go on with `upstream` (another key's handshake),
   // re-sending the turn first; `from_upstream` came with its 101.
-  void reattach(std::shared_ptr<UpstreamConn> upstream, std::string from_upstream);
+  void reattach(std::shared_ptr<UpstreamConn> upstream, const std::string& from_upstream);
   // After a diverted turn: no other upstream took it. The held event goes
   // to the client, then a close frame 1011 with `why`.
   void give_up(const std::string& why);
