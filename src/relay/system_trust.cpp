@@ -8,14 +8,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
-
-#ifdef __linux__
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
 
 namespace keyshim::relay {
 namespace {
@@ -35,23 +28,19 @@ public:
     return *bundle;
   }
 
+  // Read the bundle now, on the caller's thread (start, before the socket
+  // is served; a reload, on the reloader's), unless it is read already.
+  // Not a thread of its own: one racing OpenSSL's exit handler, and file
+  // descriptors opened beside the tests' own, cost more than the ~17 ms.
   void preload() {
-    std::lock_guard lock(m_mutex);
-    if (m_state != State::idle) {
-      return;
+    {
+      std::lock_guard lock(m_mutex);
+      if (m_state != State::idle) {
+        return;
+      }
+      m_state = State::loading;
     }
-    m_state = State::loading;
-    // Joined at exit, before OpenSSL's own exit handler (registered earlier,
-    // so run later) frees what the read is using.
-    static Joined reader;
-    reader.thread = std::thread([this] {
-#ifdef __linux__
-      // Behind the event loop for the CPU: this thread's work is never urgent
-      // unless a handshake waits for it.
-      setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
-#endif
-      load();
-    });
+    load();
   }
 
   // The certificates, read now on this thread if no one has started (or the
@@ -74,15 +63,6 @@ public:
 
 private:
   enum class State { idle, loading, loaded };
-  struct Joined {
-    std::thread thread;
-    ~Joined() {
-      if (thread.joinable()) {
-        thread.join();
-      }
-    }
-  };
-
   static std::string bundle_path() {
     return env_or(X509_get_default_cert_file_env(), X509_get_default_cert_file());
   }

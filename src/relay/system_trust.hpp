@@ -9,9 +9,9 @@
 // start that builds its contexts before serving would pay that before the
 // first answer. Here a context is usable at once (ca_file and the hashed
 // certificate directory, which opens one file per issuer asked for), and the
-// bundle is parsed on a thread of its own; a handshake that needs an issuer
-// the directory lacks waits for it. The trust set is the same as with the
-// default paths.
+// bundle is parsed once, when the pool file is loaded (before the socket is
+// served at start; on the reloader's thread at a reload), never on the
+// event loop. The trust set is the same as with the default paths.
 #include <openssl/ossl_typ.h>
 
 namespace keyshim::relay {

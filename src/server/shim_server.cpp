@@ -16,6 +16,7 @@
 
 #include <unistd.h>
 
+#include <ctime>
 #include <deque>
 
 namespace keyshim::server {
@@ -70,8 +71,13 @@ public:
   bool m_draining = false;
 };
 
+// The time zone is read here, before any of the server's threads: glibc
+// reads it on the first local-time call under a lock ThreadSanitizer cannot
+// see, and mktime rereads it, so a first read racing another thread's is
+// reported (keyshim run logs from its main thread while this one serves).
 ShimServer::ShimServer(ServeOptions options)
     : m_options(std::move(options)), m_impl(std::make_unique<Impl>(*this)) {
+  ::tzset();
 }
 
 ShimServer::~ShimServer() = default;
