@@ -1,7 +1,5 @@
 #include "server/request_head.hpp"
 
-#include "relay/answers.hpp"
-
 #include "util/ascii.hpp"
 #include "util/http_text.hpp"
 #include "util/json_error.hpp"
@@ -175,13 +173,20 @@ HeadVerdict check_parsed_head(const relay::http::request_header<>& head) {
 }
 
 std::string error_response(int status, std::string_view message) {
-  relay::Answer answer{status, "", {{"Content-Type", "application/json"}}, {}};
+  std::string body = util::json_error_body(fmt::format("keyshim: {}", message), "keyshim_bad_request",
+                                           fmt::format("http_{}", status));
+  std::string out;
+  out.reserve(192 + body.size());
+  util::append_status_line(out, status);
+  util::append_field(out, "Content-Type", "application/json");
+  util::append_content_length(out, body.size());
   if (status == 405) {
-    answer.headers.emplace_back("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS");
+    util::append_field(out, "Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS");
   }
-  answer.body = util::json_error_body(fmt::format("keyshim: {}", message), "keyshim_bad_request",
-                                      fmt::format("http_{}", status));
-  return relay::serialize(answer, false, true);
+  util::append_field(out, "Connection", "close");
+  util::end_head(out);
+  out.append(body);
+  return out;
 }
 
 } // namespace keyshim::server

@@ -39,9 +39,7 @@ HeadVerdict check_parsed_head(const relay::http::request_header<>& head);
 // ignored (`..;`). Forwarded, such a path could leave the pool's base path.
 bool has_dot_segment(std::string_view target);
 
-// The error response keyshim writes itself for a refused head: a JSON
-// error, then the connection closes. Written by relay::serialize, the one
-// writer of whole answers.
+// The error response keyshim writes itself for a refused head.
 std::string error_response(int status, std::string_view message);
 
 } // namespace keyshim::server

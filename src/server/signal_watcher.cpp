@@ -1,7 +1,6 @@
 #include "server/signal_watcher.hpp"
 
 #include "server/shim_server.hpp"
-#include "util/clock.hpp"
 #include "util/log.hpp"
 
 #include <chrono>
@@ -81,12 +80,12 @@ void SignalWatcher::run() {
   while (!m_stopping) {
     int sig = 0;
     if (draining && !aborted) {
-      auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(drain_deadline - util::steady_clock().now());
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(drain_deadline -
+                                                                        std::chrono::steady_clock::now());
       timespec timeout = to_timespec(std::max(left, std::chrono::milliseconds(0)));
       sig = sigtimedwait(&set, nullptr, &timeout);
       if (sig < 0) {
-        if (util::steady_clock().now() >= drain_deadline) {
+        if (std::chrono::steady_clock::now() >= drain_deadline) {
           util::log_warn("drain timeout reached: cutting {} in-flight requests", m_server.in_flight());
           m_server.abort_in_flight();
           aborted = true;
@@ -109,7 +108,7 @@ void SignalWatcher::run() {
       std::_Exit(1);
     }
     draining = true;
-    drain_deadline = util::steady_clock().now() + m_server.drain_timeout();
+    drain_deadline = std::chrono::steady_clock::now() + m_server.drain_timeout();
     m_server.begin_shutdown();
   }
 }
