@@ -1,5 +1,7 @@
 #include "support/run_binary.hpp"
 
+#include "support/temp_dir.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -24,6 +26,15 @@ int poll_timeout_ms(steady::time_point deadline) {
   return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 1000));
 }
 
+// Where the children of this test process keep their state file
+// (`state = true` is the default): never the user's, and not another
+// test's, since ctest runs each test as a process of its own. A test that
+// restarts keyshim sees the state its first run saved.
+const std::string& test_state_home() {
+  static const TempDir dir;
+  return dir.path();
+}
+
 // The test's environment with the overrides applied, as "NAME=value" strings.
 std::vector<std::string> child_environment(const RunOptions& options) {
   auto replaced = [&](const std::string& entry) {
@@ -34,14 +45,18 @@ std::vector<std::string> child_environment(const RunOptions& options) {
                                   [&](const auto& pair) { return pair.first == name; });
     return unset || overridden;
   };
+  const bool own_state_home = !replaced("XDG_STATE_HOME=");
   std::vector<std::string> env;
   for (char** entry = environ; *entry != nullptr; ++entry) {
-    if (!replaced(*entry)) {
+    if (!replaced(*entry) && !(own_state_home && std::string_view(*entry).starts_with("XDG_STATE_HOME="))) {
       env.emplace_back(*entry);
     }
   }
   for (const auto& [name, value] : options.env) {
     env.push_back(name + "=" + value);
+  }
+  if (own_state_home) {
+    env.push_back("XDG_STATE_HOME=" + test_state_home());
   }
   return env;
 }
