@@ -74,8 +74,10 @@ Restored restore_pools(const Json& document, const relay::PoolState& state) {
 
 } // namespace
 
-StateKeeper::StateKeeper(std::string path, const relay::StateSource& states, std::chrono::milliseconds interval)
-    : m_path(std::move(path)), m_states(states), m_interval(interval) {}
+StateKeeper::StateKeeper(std::string path, const relay::StateSource& states,
+                         std::chrono::milliseconds interval)
+    : m_path(std::move(path)), m_states(states), m_interval(interval) {
+}
 
 StateKeeper::~StateKeeper() {
   if (m_thread.joinable()) {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -26,13 +27,14 @@ int poll_timeout_ms(steady::time_point deadline) {
   return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 1000));
 }
 
-// Where the children of this test process keep their state file
-// (`state = true` is the default): never the user's, and not another
-// test's, since ctest runs each test as a process of its own. A test that
-// restarts keyshim sees the state its first run saved.
-const std::string& test_state_home() {
+// Where a child keeps its state file (`state = true` is the default): never
+// the user's, and a directory of its own, so that no test (nor a test run
+// after it in the same process) starts from another's key health. A test
+// that restarts keyshim to see what it kept sets XDG_STATE_HOME itself.
+std::string fresh_state_home() {
   static const TempDir dir;
-  return dir.path();
+  static std::atomic<int> children{0};
+  return dir.path() + "/" + std::to_string(++children);
 }
 
 // The test's environment with the overrides applied, as "NAME=value" strings.
@@ -56,7 +58,7 @@ std::vector<std::string> child_environment(const RunOptions& options) {
     env.push_back(name + "=" + value);
   }
   if (own_state_home) {
-    env.push_back("XDG_STATE_HOME=" + test_state_home());
+    env.push_back("XDG_STATE_HOME=" + fresh_state_home());
   }
   return env;
 }
