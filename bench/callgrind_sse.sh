@@ -15,6 +15,7 @@
 set -euo pipefail
 keyshim=$1 mock=$2 size=${3:-1024} events=${4:-20000} batch=${5:-1}
 work=$(mktemp -d "${TMPDIR:-/tmp}/keyshim-cg.XXXXXX")
+export XDG_STATE_HOME="$work/state" # keyshim keeps its state file there, not in the user's
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done

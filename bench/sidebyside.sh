@@ -85,6 +85,7 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 nofile=$(ulimit -n)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/keyshim-bench.XXXXXX") # mode 0700
+export XDG_STATE_HOME="$work/state" # keyshim keeps its state file there, not in the user's
 if [[ $work =~ [[:space:]] ]]; then
   rm -rf "$work"
   echo "sidebyside: the temporary directory $work has blanks in its path; set TMPDIR to one without" >&2

@@ -121,7 +121,7 @@ async def main(args):
     tmp = tempfile.mkdtemp(prefix="waitroom-")
     config = os.path.join(tmp, "keys.toml")
     with open(config, "w") as f:
-        f.write(f'[server]\nlisten = "127.0.0.1:{args.port}"\n[upstream]\n'
+        f.write(f'[server]\nlisten = "127.0.0.1:{args.port}"\nstate = false\n[upstream]\n'
                 f'base_url = "http://127.0.0.1:{up_port}"\nmax_wait = "300s"\n'
                 'first_byte_timeout = "300s"\n'
                 '[[keys]]\nlabel = "only"\nkey = "sk-waitroom-bench-0123456789abcdef"\nmax_concurrent = 1\n')

@@ -21,6 +21,8 @@ const std::vector<HelpFact>& environment_variables() {
       {"XDG_CONFIG_HOME",
        "the directory of the default pool file ($XDG_CONFIG_HOME/keyshim/keys.toml) and of the systemd "
        "user unit `keyshim service install` writes; ~/.config when unset"},
+      {"XDG_STATE_HOME", "the directory of the state file that keeps key health across restarts "
+                         "($XDG_STATE_HOME/keyshim/state.json); ~/.local/state when unset"},
       {"HOME", "the home directory the default locations start from"},
       {"https_proxy, HTTPS_PROXY",
        "an HTTP proxy for https:// upstreams of a pool without a `proxy` setting, read as curl reads them"},

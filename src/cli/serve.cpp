@@ -1,9 +1,11 @@
 #include "cli/commands.hpp"
 
 #include "config/config.hpp"
+#include "config/paths.hpp"
 #include "server/inherited_sockets.hpp"
 #include "server/shim_server.hpp"
 #include "server/signal_watcher.hpp"
+#include "server/state_keeper.hpp"
 #include "util/log.hpp"
 #include "util/process_memory.hpp"
 
@@ -106,14 +108,22 @@ int run_serve(const ServeFlags& flags) {
   server::ShimServer shim(options);
   shim.load();
 
-  // 6. Listen: on the sockets from the service manager when there are some
+  // 6. Health saved by the last run (`state = true`): keys cooling or
+  //    disabled then still are, today's usage goes on counting.
+  server::StateKeeper state(config::state_file_path(), shim.published());
+  state.restore();
+
+  // 7. Listen: on the sockets from the service manager when there are some
   //    (the file's listen is then the manager's business), else bind the
   //    file's address; loopback only either way.
   listen(shim, inherited, options);
 
-  // 7. Serve until SIGINT/SIGTERM has drained the in-flight responses.
+  // 8. Serve until SIGINT/SIGTERM has drained the in-flight responses,
+  //    saving health once a minute when it changed, and once more at the end.
   server::SignalWatcher signals(shim);
+  state.start();
   shim.serve();
+  state.stop();
   util::log_info("stopped");
   return 0;
 }

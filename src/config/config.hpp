@@ -70,6 +70,7 @@ struct ServerSettings {
   std::vector<std::string> allowed_origins;
   std::uint64_t max_request_body = 64ull * 1024 * 1024;
   milliseconds drain_timeout{30'000};
+  bool state = true; // keep health across restarts in the state file (config/paths.hpp)
 };
 
 struct UpstreamSettings {

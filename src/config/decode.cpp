@@ -90,6 +90,14 @@ Decoded decode_size(const Setting& setting, const toml::node& node) {
   return ok(bytes);
 }
 
+Decoded decode_boolean(const toml::node& node) {
+  const auto* flag = node.as_boolean();
+  if (!flag) {
+    return wrong_type(node, "true or false");
+  }
+  return ok(flag->get());
+}
+
 Decoded decode_integer(const Setting& setting, const toml::node& node) {
   const auto* number = node.as_integer();
   if (!number) {
@@ -252,6 +260,8 @@ Decoded decode_setting(const Setting& setting, const toml::node& node, const std
     return decode_string_list(node, true);
   case SettingType::file:
     return decode_file(node, base_dir);
+  case SettingType::boolean:
+    return decode_boolean(node);
   default:
     break;
   }

@@ -15,4 +15,13 @@ std::string default_config_path() {
   return std::string(home && *home ? home : ".") + "/.config/keyshim/keys.toml";
 }
 
+std::string state_file_path() {
+  // The XDG rule: a relative $XDG_STATE_HOME is invalid and ignored.
+  if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg == '/') {
+    return std::string(xdg) + "/keyshim/state.json";
+  }
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : ".") + "/.local/state/keyshim/state.json";
+}
+
 } // namespace keyshim::config

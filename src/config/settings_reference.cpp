@@ -74,6 +74,8 @@ std::string setting_type_text(const Setting& setting) {
     return "path of a readable file";
   case SettingType::proxy:
     return "URL, http://[USER:PASSWORD@]HOST[:PORT], or \"\"";
+  case SettingType::boolean:
+    return "true or false";
   }
   return "";
 }

@@ -61,6 +61,10 @@ std::vector<Setting> make_table() {
       {"drain_timeout", S::server, T::duration, "\"30s\"", true,
        "how long SIGTERM waits for in-flight responses", 0, 7 * k_day_ms,
        apply_member<&ServerSettings::drain_timeout>},
+      {"state", S::server, T::boolean, "true", true,
+       "keep cooldowns, disabled keys and today's usage across restarts in "
+       "$XDG_STATE_HOME/keyshim/state.json",
+       0, 0, apply_member<&ServerSettings::state>},
       // [upstream]
       {"base_url", S::upstream, T::url, "\"https://api.openai.com\"", true,
        "where requests go; may carry a path prefix; http:// only to loopback hosts", 0, 0,

@@ -36,6 +36,7 @@ enum class SettingType {
   file, // a readable file; relative paths start at the pool file's directory
   // an HTTP proxy URL (config/proxy.hpp), or "" for none
   proxy,
+  boolean, // true or false
 };
 
 // A [[keys]] entry as written, before its pool's defaults fill its gaps.
@@ -53,7 +54,7 @@ struct KeyEntry {
 // A decoded value: which alternative depends on the SettingType.
 using SettingValue =
     std::variant<std::string, util::Secret, std::vector<std::string>, std::int64_t, std::uint64_t,
-                 milliseconds, ListenAddress, UpstreamUrl, Auth, Strategy, ProxySetting>;
+                 milliseconds, ListenAddress, UpstreamUrl, Auth, Strategy, ProxySetting, bool>;
 
 // Where decoded values are stored; only the member for the setting's section is used.
 struct SettingTarget {

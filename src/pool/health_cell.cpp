@@ -2,6 +2,7 @@
 
 #include "util/saturating.hpp"
 
+#include <algorithm>
 #include <ctime>
 
 namespace keyshim::pool {
@@ -166,6 +167,56 @@ void HealthCell::count_attempt(util::TimePoint now, std::optional<FailureClass> 
     util::add_saturating(counts->requests, 1);
     if (failure) {
       util::add_saturating(counts->failures.at(static_cast<std::size_t>(*failure)), 1);
+    }
+  }
+}
+
+SavedKey HealthCell::save(util::TimePoint now) {
+  expire(now);
+  SavedKey saved;
+  saved.state = health.state;
+  saved.until = health.until;
+  saved.reason = health.reason;
+  saved.streaks = streaks(nullptr);
+  saved.ok_count = health.ok_count;
+  saved.error_count = health.error_count;
+  saved.today = today(now);
+  saved.usage_day = health.usage_day;
+  saved.total = health.total;
+  for (const ModelHealth& entry : models.entries()) {
+    if (entry.cooling(now)) {
+      saved.models.push_back({entry.model, entry.until, entry.reason,
+                              Streaks{entry.consecutive_failures, entry.consecutive_rate_limits}});
+    }
+  }
+  return saved;
+}
+
+void HealthCell::restore(const SavedKey& saved, util::TimePoint now, milliseconds cap) {
+  health.ok_count = saved.ok_count;
+  health.error_count = saved.error_count;
+  health.total = saved.total;
+  health.usage_day = saved.usage_day;
+  health.today = saved.today; // today() starts from zero when that day is over
+  health.consecutive_failures = saved.streaks.failures;
+  health.consecutive_rate_limits = saved.streaks.rate_limits;
+  const util::TimePoint latest = now + cap;
+  if (saved.state == KeyState::disabled) {
+    health.state = KeyState::disabled;
+    health.reason = saved.reason;
+  } else if (saved.state == KeyState::cooling && saved.until > now) {
+    health.state = KeyState::cooling;
+    health.until = std::min(saved.until, latest);
+    health.reason = saved.reason;
+  }
+  for (const SavedModel& model : saved.models) {
+    if (model.until > now) {
+      ModelHealth& entry = models.get(model.model, now);
+      entry.cooled = true;
+      entry.until = std::min(model.until, latest);
+      entry.reason = model.reason;
+      entry.consecutive_failures = model.streaks.failures;
+      entry.consecutive_rate_limits = model.streaks.rate_limits;
     }
   }
 }

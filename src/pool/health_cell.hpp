@@ -7,6 +7,7 @@
 // thread-safe by itself: callers hold `mutex` for every call.
 #include "pool/key_pool.hpp"
 #include "pool/model_health.hpp"
+#include "pool/saved_health.hpp"
 #include "util/clock.hpp"
 
 #include <ctime>
@@ -51,6 +52,12 @@ public:
 
   // `today` as of `now`: a new local day starts from zero.
   UsageCounts& today(util::TimePoint now);
+
+  // What a restart keeps (pool/saved_health.hpp), and taking it back: a
+  // cooling that has ended by `now` is left out, one longer than `cap` is
+  // cut to it. For a cell no request has used yet (restore at start).
+  SavedKey save(util::TimePoint now);
+  void restore(const SavedKey& saved, util::TimePoint now, milliseconds cap);
 
 private:
   std::optional<util::TimePoint> key_cooling_end(util::TimePoint now);

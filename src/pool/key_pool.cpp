@@ -230,6 +230,36 @@ std::vector<KeySnapshot> KeyPool::snapshot() const {
   return out;
 }
 
+std::vector<SavedKey> KeyPool::save() const {
+  const util::TimePoint now = m_clock.now();
+  std::vector<SavedKey> out;
+  out.reserve(m_keys.size());
+  for (std::size_t i = 0; i < m_keys.size(); ++i) {
+    HealthCell& cell = *m_cells[i];
+    std::lock_guard lock(cell.mutex);
+    out.push_back(cell.save(now));
+    out.back().fingerprint = m_keys[i].secret.fingerprint();
+  }
+  return out;
+}
+
+std::size_t KeyPool::restore(const std::vector<SavedKey>& saved, milliseconds cap) {
+  const util::TimePoint now = m_clock.now();
+  std::size_t restored = 0;
+  for (std::size_t i = 0; i < m_keys.size(); ++i) {
+    auto match = std::find_if(saved.begin(), saved.end(), [&](const SavedKey& key) {
+      return key.fingerprint == m_keys[i].secret.fingerprint();
+    });
+    if (match != saved.end()) {
+      HealthCell& cell = *m_cells[i];
+      std::lock_guard lock(cell.mutex);
+      cell.restore(*match, now, cap);
+      ++restored;
+    }
+  }
+  return restored;
+}
+
 Counts KeyPool::counts() const {
   Counts counts;
   for (std::size_t i = 0; i < m_keys.size(); ++i) {

@@ -110,6 +110,7 @@ struct Selection {
 };
 
 class HealthCell;
+struct SavedKey;
 
 class KeyPool {
 public:
@@ -153,6 +154,13 @@ public:
   void count_bytes(std::size_t index, std::uint64_t bytes);
   // A WebSocket the key's handshake opened (+1) has closed (-1).
   void count_websocket(std::size_t index, int change);
+
+  // Every key's health as a restart keeps it, in pool order.
+  std::vector<SavedKey> save() const;
+  // Give keys back what `saved` holds for their fingerprint (pool/saved_health.hpp);
+  // a cooling is cut to `cap` (the pool's max_cooldown). Returns how many keys
+  // took something back. Call before the pool serves a request.
+  std::size_t restore(const std::vector<SavedKey>& saved, milliseconds cap);
 
   KeyHealth health(std::size_t index) const;
   std::vector<KeySnapshot> snapshot() const;

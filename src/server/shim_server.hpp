@@ -67,6 +67,8 @@ public:
   int in_flight() const { return m_registry.in_flight(); }
 
   std::shared_ptr<const relay::PoolState> state() const { return m_published.current(); }
+  // The newest state, as a source that follows reloads (server/state_keeper.hpp).
+  const relay::StateSource& published() const { return m_published; }
 
 private:
   class Impl;

@@ -1,5 +1,7 @@
 #include "support/run_binary.hpp"
 
+#include "support/temp_dir.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -8,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -24,6 +27,16 @@ int poll_timeout_ms(steady::time_point deadline) {
   return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 1000));
 }
 
+// Where a child keeps its state file (`state = true` is the default): never
+// the user's, and a directory of its own, so that no test (nor a test run
+// after it in the same process) starts from another's key health. A test
+// that restarts keyshim to see what it kept sets XDG_STATE_HOME itself.
+std::string fresh_state_home() {
+  static const TempDir dir;
+  static std::atomic<int> children{0};
+  return dir.path() + "/" + std::to_string(++children);
+}
+
 // The test's environment with the overrides applied, as "NAME=value" strings.
 std::vector<std::string> child_environment(const RunOptions& options) {
   auto replaced = [&](const std::string& entry) {
@@ -34,14 +47,18 @@ std::vector<std::string> child_environment(const RunOptions& options) {
                                   [&](const auto& pair) { return pair.first == name; });
     return unset || overridden;
   };
+  const bool own_state_home = !replaced("XDG_STATE_HOME=");
   std::vector<std::string> env;
   for (char** entry = environ; *entry != nullptr; ++entry) {
-    if (!replaced(*entry)) {
+    if (!replaced(*entry) && !(own_state_home && std::string_view(*entry).starts_with("XDG_STATE_HOME="))) {
       env.emplace_back(*entry);
     }
   }
   for (const auto& [name, value] : options.env) {
     env.push_back(name + "=" + value);
+  }
+  if (own_state_home) {
+    env.push_back("XDG_STATE_HOME=" + fresh_state_home());
   }
   return env;
 }

@@ -109,6 +109,9 @@ void describe_files(Page& page) {
   page.tagged(italic("~/.config/keyshim/keys.toml"),
               "The pool file, unless -c FILE names another: " + std::string(config::k_default_config_rule) +
                   ". See keyshim-pool(5).");
+  page.tagged(italic("~/.local/state/keyshim/state.json"),
+              "Key health kept across restarts (state = true): " + std::string(config::k_state_file_rule) +
+                  ". Fingerprints, never keys; delete it while keyshim is stopped to forget.");
   service::ServiceTarget target;
   target.home = "~";
   target.config_home = "~/.config";

@@ -312,3 +312,10 @@ TEST(LoaderSecrets, SkippingResolutionNeverRunsKeyCommandsOrReadsVariables) {
 
 } // namespace
 } // namespace keyshim::config
+
+TEST(LoadPool, StateIsOnUnlessTurnedOffAndTakesOnlyABoolean) {
+  EXPECT_TRUE(load_ok(k_one_key).server.state);
+  EXPECT_FALSE(load_ok(std::string("[server]\nstate = false\n") + k_one_key).server.state);
+  EXPECT_EQ(only_problem(std::string("[server]\nstate = \"off\"\n") + k_one_key),
+            "keys.toml:2:9: server: \"state\" must be true or false, not a string");
+}

@@ -1,0 +1,110 @@
+// KeyPool::save and KeyPool::restore: what a restart keeps of the keys'
+// health, through the JSON the state file holds.
+#include "pool/saved_health.hpp"
+
+#include "pool_test_support.hpp"
+#include "support/fake_clock.hpp"
+
+#include <gtest/gtest.h>
+
+namespace keyshim::pool {
+namespace {
+
+using namespace std::chrono_literals;
+using config::Strategy;
+using test::make_keys;
+
+// The pool's saved health as the file has it, read back.
+std::vector<SavedKey> through_json(const KeyPool& pool) {
+  std::vector<SavedKey> out;
+  for (const SavedKey& key : pool.save()) {
+    std::optional<util::Json> json = util::parse_json(to_json(key).dump());
+    EXPECT_TRUE(json.has_value());
+    std::optional<SavedKey> back = saved_key_from_json(*json);
+    EXPECT_TRUE(back.has_value());
+    out.push_back(std::move(*back));
+  }
+  return out;
+}
+
+class SavedHealthTest : public ::testing::Test {
+protected:
+  test::FakeClock m_clock;
+  KeyPool m_before{make_keys({"a", "b", "c"}), Strategy::ordered, m_clock};
+  const std::string m_model = "gpt-x";
+};
+
+TEST_F(SavedHealthTest, CoolingDisabledAndModelTroubleComeBackWithTheirEndsAndReasons) {
+  m_before.report(0, nullptr, test::cool(429, 1h, true, "429 Retry-After"));
+  m_before.report(1, nullptr, test::disable(401, "401"));
+  m_before.report(2, &m_model, test::cool(429, 10min, false, "429 model", Scope::model));
+  m_before.count_tokens(2, 100, 20);
+  std::vector<SavedKey> saved = through_json(m_before);
+
+  m_clock.advance(5min); // the restart took a while
+  KeyPool after{make_keys({"a", "b", "c"}), Strategy::ordered, m_clock};
+  EXPECT_EQ(after.restore(saved, 24h), 3u);
+  KeyHealth a = after.health(0);
+  EXPECT_EQ(a.state, KeyState::cooling);
+  EXPECT_EQ(a.until, m_before.health(0).until);
+  EXPECT_EQ(a.reason, "429 Retry-After");
+  EXPECT_EQ(a.consecutive_rate_limits, 1) << "the next 429 backs off from where the last run was";
+  KeyHealth b = after.health(1);
+  EXPECT_EQ(b.state, KeyState::disabled);
+  EXPECT_EQ(b.reason, "401");
+  EXPECT_TRUE(after.cooling_for(2, &m_model));
+  EXPECT_FALSE(after.cooling_for(2));
+  EXPECT_EQ(after.health(2).today.input_tokens, 100u);
+  EXPECT_EQ(after.health(2).total.output_tokens, 20u);
+  EXPECT_EQ(after.health(2).total.requests, 1u);
+}
+
+TEST_F(SavedHealthTest, ACoolingThatEndedDuringTheRestartIsNotRestored) {
+  m_before.report(0, nullptr, test::cool(429, 30s, true, "429"));
+  std::vector<SavedKey> saved = through_json(m_before);
+  m_clock.advance(31s);
+  KeyPool after{make_keys({"a", "b", "c"}), Strategy::ordered, m_clock};
+  after.restore(saved, 24h);
+  EXPECT_EQ(after.health(0).state, KeyState::available);
+  EXPECT_EQ(test::take(after), 0);
+}
+
+TEST_F(SavedHealthTest, ARestoredCoolingIsCutToTheCap) {
+  m_before.report(0, nullptr, test::cool(429, 48h, true, "429"));
+  KeyPool after{make_keys({"a"}), Strategy::ordered, m_clock};
+  after.restore(through_json(m_before), 1h);
+  EXPECT_EQ(after.health(0).until, m_clock.now() + 1h);
+}
+
+TEST_F(SavedHealthTest, OnlyKeysWithTheSameFingerprintTakeSomethingBack) {
+  m_before.report(0, nullptr, test::cool(429, 1h, true, "429"));
+  KeyPool after{make_keys({"b", "new"}), Strategy::ordered, m_clock};
+  EXPECT_EQ(after.restore(through_json(m_before), 24h), 1u);
+  EXPECT_EQ(after.health(0).state, KeyState::available);
+  EXPECT_EQ(after.health(1).state, KeyState::available);
+}
+
+TEST_F(SavedHealthTest, TodaysUsageFromAnotherDayStartsFromZero) {
+  m_before.count_tokens(0, 500, 50);
+  std::vector<SavedKey> saved = through_json(m_before);
+  m_clock.advance(48h);
+  KeyPool after{make_keys({"a"}), Strategy::ordered, m_clock};
+  after.restore(saved, 24h);
+  EXPECT_EQ(after.health(0).today.input_tokens, 0u);
+  EXPECT_EQ(after.health(0).total.input_tokens, 500u);
+}
+
+TEST_F(SavedHealthTest, ADamagedEntryIsRefusedOrBounded) {
+  EXPECT_FALSE(saved_key_from_json(util::Json::make_string("x")));
+  EXPECT_FALSE(saved_key_from_json(*util::parse_json(R"({"state":"cooling"})")));
+  std::string long_reason(10'000, 'r');
+  auto key = saved_key_from_json(*util::parse_json(R"({"fingerprint":"f","state":"cooling","until_ms":-5,
+      "reason":")" + long_reason + R"(","failures":"many","models":[{"until_ms":1e300}]})"));
+  ASSERT_TRUE(key);
+  EXPECT_LE(key->reason.size(), 256u);
+  EXPECT_EQ(key->streaks.failures, 0);
+  EXPECT_TRUE(key->models.empty()) << "a model entry without a name is dropped";
+}
+
+} // namespace
+} // namespace keyshim::pool
