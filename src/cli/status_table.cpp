@@ -159,6 +159,24 @@ UsageRow usage_row(const util::Json& key) {
           integer_or_dash(t, "output_tokens")};
 }
 
+// The limits the key's provider last reported: a row per kind, none for a
+// key whose provider never reported any.
+void add_quota_rows(std::vector<Row>& rows, const util::Json& key) {
+  const util::Json* quota = key.find("quota");
+  if (!quota || !quota->is_object()) {
+    return;
+  }
+  for (const auto& [kind, figures] : quota->members()) {
+    std::string resets_in = "-";
+    if (const util::Json* ms = figures.find("resets_in_ms"); ms && ms->is_number()) {
+      long long left = json_integer(figures, "resets_in_ms");
+      resets_in = left > 0 ? util::format_duration(std::chrono::milliseconds(left)) : "now";
+    }
+    rows.push_back({string_or_dash(key, "label"), printable(kind), integer_or_dash(figures, "remaining"),
+                    integer_or_dash(figures, "limit"), resets_in, "", "", "", ""});
+  }
+}
+
 // One pool: a heading with its route, its health table and its usage table.
 std::string render_pool(const util::Json& pool, bool colour) {
   std::string out = fmt::format("pool {} at {} -> {}\n", string_or_dash(pool, "name"),
@@ -171,6 +189,7 @@ std::string render_pool(const util::Json& pool, bool colour) {
       {"LABEL", "FINGERPRINT", "STATE", "RESUMES IN", "REASON", "OK", "ERR", "LAST", "IN FLIGHT"}};
   std::vector<UsageRow> usage = {
       {"USAGE", "TODAY", "FAILED", "IN", "OUT", "SINCE START", "FAILED", "IN", "OUT"}};
+  std::vector<Row> quota = {{"QUOTA", "KIND", "LEFT", "LIMIT", "RESETS IN", "", "", "", ""}};
   for (const util::Json& key : keys->items()) {
     rows.push_back(key_row(key));
     // A model cooling on this key, under it: the key still serves the others.
@@ -184,8 +203,13 @@ std::string render_pool(const util::Json& pool, bool colour) {
       }
     }
     usage.push_back(usage_row(key));
+    add_quota_rows(quota, key);
   }
-  return out + render_rows(rows, colour) + render_rows(usage, false) + "\n";
+  out += render_rows(rows, colour) + render_rows(usage, false);
+  if (quota.size() > 1) {
+    out += render_rows(quota, false);
+  }
+  return out + "\n";
 }
 
 StatusAnswer failure(StatusAnswer answer, std::string error) {

@@ -124,25 +124,6 @@ bool remaining_is_zero(const std::vector<Header>& headers, const std::string& na
   return number && *number == 0;
 }
 
-// OpenAI writes durations ("6m0s", "20ms"); some OpenAI-compatible servers
-// write plain seconds or an epoch timestamp instead, so accept those too.
-std::optional<milliseconds> parse_openai_reset(std::string_view value, util::TimePoint now) {
-  if (auto duration = parse_duration_text(value)) {
-    return duration;
-  }
-  auto number = parse_number(value);
-  if (!number) {
-    return std::nullopt;
-  }
-  if (*number > 1e12) {
-    return until_epoch_seconds(*number / 1000.0, now);
-  }
-  if (*number > 1e9) {
-    return until_epoch_seconds(*number, now);
-  }
-  return from_seconds(*number);
-}
-
 std::optional<RetryHint> openai_reset(const std::vector<Header>& headers, util::TimePoint now) {
   std::vector<Reset> resets;
   for (std::string kind : {"requests", "tokens"}) {
@@ -308,6 +289,25 @@ bool worded_daily_quota(std::string_view lower_body) {
 }
 
 } // namespace
+
+// OpenAI writes durations ("6m0s", "20ms"); some OpenAI-compatible servers
+// write plain seconds or an epoch timestamp instead, so accept those too.
+std::optional<milliseconds> parse_openai_reset(std::string_view value, util::TimePoint now) {
+  if (auto duration = parse_duration_text(value)) {
+    return duration;
+  }
+  auto number = parse_number(value);
+  if (!number) {
+    return std::nullopt;
+  }
+  if (*number > 1e12) {
+    return until_epoch_seconds(*number / 1000.0, now);
+  }
+  if (*number > 1e9) {
+    return until_epoch_seconds(*number, now);
+  }
+  return from_seconds(*number);
+}
 
 // The daily quotas of the big providers reset at midnight Pacific time. We
 // approximate that as 08:00 UTC (midnight PST): during daylight time the

@@ -25,6 +25,12 @@ struct RetryHint {
 std::optional<RetryHint> find_retry_hint(const std::vector<Header>& headers, std::string_view body,
                                          util::TimePoint now);
 
+// An OpenAI `x-ratelimit-reset-*` value as a wait from `now`: a duration
+// ("6m0s", "20ms", "1h2m3.5s"), or plain seconds or an epoch time (seconds
+// or milliseconds) as compatible servers write it. Never negative; values
+// over 40 characters are refused.
+std::optional<milliseconds> parse_openai_reset(std::string_view value, util::TimePoint now);
+
 // The next reset of a provider's daily quota after `now`: midnight Pacific
 // time, taken as 08:00 UTC (up to an hour late during daylight time).
 util::TimePoint next_daily_reset(util::TimePoint now);

@@ -114,6 +114,9 @@ Streaks HealthCell::apply(util::TimePoint now, const std::string* model, const R
   case Change::none:
     break;
   }
+  if (report.quota) {
+    note_quota(now, model, *report.quota);
+  }
   return streaks(scoped);
 }
 
@@ -152,6 +155,20 @@ void HealthCell::fail(util::TimePoint now, const std::string* scoped, const Repo
   }
   if (report.change == Change::cool || report.cooldown > milliseconds(0)) {
     cool(now, entry, report.cooldown, report.reason);
+  }
+}
+
+// The limits a response reported are kept whatever its status. A spent one
+// sets the key aside until it resets, as a cooling that counts no failure
+// and grows no streak, so that acquire, the waiting room and the 503's
+// Retry-After see its end like any cooldown's. It is the model's when the
+// request names one, as a 429's would be (providers count limits per
+// model); applied after the change, so a success clearing the model's
+// trouble does not clear it.
+void HealthCell::note_quota(util::TimePoint now, const std::string* model, const QuotaReport& quota) {
+  health.quota = quota.quota;
+  if (quota.set_aside > milliseconds(0)) {
+    cool(now, model != nullptr ? &models.get(*model, now) : nullptr, quota.set_aside, quota.reason);
   }
 }
 

@@ -65,6 +65,7 @@ private:
   void fail(util::TimePoint now, const std::string* scoped, const Report& report);
   void disable(const std::string& reason);
   void count_attempt(util::TimePoint now, std::optional<FailureClass> failure);
+  void note_quota(util::TimePoint now, const std::string* model, const QuotaReport& quota);
 
   // The local day health.usage_day was last set for, [begins, ends) in
   // seconds since the epoch: today() asks localtime_r only outside it.

@@ -89,7 +89,11 @@ Selection KeyPool::acquire(const std::vector<bool>& excluded, const std::string*
   Search search;
   search.now = m_clock.now();
   search.model = model;
-  std::optional<std::size_t> chosen = take_first(candidates(excluded), search);
+  std::vector<std::size_t> order = candidates(excluded);
+  if (m_strategy != config::Strategy::ordered) {
+    prefer_headroom(order, search.now);
+  }
+  std::optional<std::size_t> chosen = take_first(order, search);
   if (chosen && m_strategy == config::Strategy::round_robin) {
     m_cursor = (*chosen + 1) % m_keys.size();
   }
@@ -126,6 +130,32 @@ std::vector<std::size_t> KeyPool::candidates(const std::vector<bool>& excluded) 
                      [&](std::size_t a, std::size_t b) { return last_used[a] < last_used[b]; });
   }
   return order;
+}
+
+// Keys running low on a limit their provider reported go after the others,
+// in tiers (pool/quota.hpp), each tier in the strategy's order. Tiers, not
+// a sort by the share left: between keys with plenty left the strategy
+// still spreads the load, and a key without figures is as good as one with
+// plenty. The tiers are stored only once some key is low, so a pool whose
+// provider reports nothing allocates nothing here.
+void KeyPool::prefer_headroom(std::vector<std::size_t>& order, util::TimePoint now) const {
+  std::vector<int> tiers;
+  for (std::size_t i : order) {
+    int tier = 0;
+    {
+      std::lock_guard lock(m_cells[i]->mutex);
+      const std::optional<KeyQuota>& quota = m_cells[i]->health.quota;
+      tier = quota ? headroom_tier(*quota, now) : 0;
+    }
+    if (tier > 0) {
+      tiers.resize(m_keys.size(), 0);
+      tiers[i] = tier;
+    }
+  }
+  if (!tiers.empty()) {
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return tiers[a] < tiers[b]; });
+  }
 }
 
 std::optional<std::size_t> KeyPool::take_first(const std::vector<std::size_t>& candidates, Search& search) {

@@ -4,6 +4,7 @@
 // the next pool, whose kept keys share their health cells with this one.
 #include "config/config.hpp"
 #include "pool/model_health.hpp"
+#include "pool/quota.hpp"
 #include "util/clock.hpp"
 
 #include <array>
@@ -54,6 +55,7 @@ struct KeyHealth {
   UsageCounts total;               // since keyshim started
   int usage_day = 0;               // the local day `today` counts: year * 1000 + day of the year
   std::vector<ModelHealth> models; // models in trouble on this key
+  std::optional<KeyQuota> quota;   // the limits the provider last reported, if it ever did
 };
 
 // The failure streaks that set the next backoff: the key's, or one model's on it.
@@ -84,6 +86,7 @@ struct Report {
   Scope scope = Scope::key;
   std::string reason;                  // why it cooled or was disabled: "429 Retry-After", "401"
   std::optional<FailureClass> failure; // for the usage counts; nullopt when the key did its job
+  std::optional<QuotaReport> quota;    // the rate limits the response reported, if it did
 };
 
 struct KeySnapshot {
@@ -131,7 +134,9 @@ public:
   // flight and stamp its last use. A key with max_concurrent requests in
   // flight is not eligible, nor one cooling for `model` (when given), nor one
   // whose model is being probed by another request. The round-robin cursor
-  // moves past the chosen key in the same step.
+  // moves past the chosen key in the same step. Round-robin and
+  // least-recently-used try keys running low on a provider limit last
+  // (headroom_tier), in their usual order within a tier.
   Selection acquire(const std::vector<bool>& excluded, const std::string* model = nullptr);
   // The request that acquired `index` is done with it; `probed` is the model
   // it was probing (Selection::probe), if any.
@@ -141,6 +146,8 @@ public:
   // class) and applies the change, under one lock. A success with `model`
   // clears that model's trouble; a failure or cooling scoped to the model
   // changes the pair (key, model), else the key; disable is always the key's.
+  // Then the quota the response reported is kept, and a spent one sets the
+  // pair (key, model), or the key without a model, aside like a cooling.
   // Returns the streaks of the changed scope after the change, for the log.
   Streaks report(std::size_t index, const std::string* model, const Report& report);
   // The streaks the next backoff grows from: the model's with `model`.
@@ -172,6 +179,7 @@ public:
 private:
   struct Search;
   std::vector<std::size_t> candidates(const std::vector<bool>& excluded) const;
+  void prefer_headroom(std::vector<std::size_t>& order, util::TimePoint now) const;
   std::optional<std::size_t> take_first(const std::vector<std::size_t>& candidates, Search& search);
   bool try_take(std::size_t index, Search& search);
 

@@ -129,7 +129,8 @@ private:
     std::shared_ptr<UpstreamAttempt> upstream;
     std::size_t key = 0;
     Step step = Step::connecting;
-    ResponseProbe probe; // error_body and probe: what was read to judge
+    ResponseProbe probe;                    // error_body and probe: what was read to judge
+    std::optional<pool::QuotaReport> quota; // the rate limits the response head reported
   };
   // Committed: the client has (or is getting) bytes of this key's response.
   struct Streaming {

@@ -4,6 +4,7 @@
 #include "relay/exchange.hpp"
 
 #include "policy/sse_probe.hpp"
+#include "relay/quota_report.hpp"
 #include "relay/redact.hpp"
 #include "util/ascii.hpp"
 
@@ -40,6 +41,9 @@ void Exchange::attempt_head() {
   const ResponseParser& parser = t.upstream->parser();
   const auto& head = parser.get();
   int status = static_cast<int>(head.result_int());
+  // Every final response may report the key's rate limits, a success too:
+  // the verdict's report (or the commit's) hands them to the pool.
+  t.quota = read_quota_report(head, m_context.wall, m_settings->max_cooldown);
   std::unique_ptr<policy::StreamDecoder> decoder;
   if (status == 101 && is_websocket_upgrade(m_request)) {
     open_tunnel();

@@ -3,6 +3,7 @@
 #include "relay/exchange.hpp"
 
 #include "relay/health_report.hpp"
+#include "relay/quota_report.hpp"
 #include "util/duration.hpp"
 #include "util/log.hpp"
 
@@ -37,9 +38,17 @@ void Exchange::apply_health(std::size_t index, const policy::Outcome& outcome,
       "{}: {}", label, response ? std::to_string(outcome.status) : failure_word(outcome.transport, false)));
   m_record.chain.push_back(fmt::format(
       "{}:{}", label, response ? std::to_string(outcome.status) : failure_word(outcome.transport, true)));
-  pool::Streaks streaks = m_pool->report(index, model(), health_report(outcome, verdict));
+  pool::Report report = health_report(outcome, verdict);
+  if (Trying* t = trying()) {
+    report.quota = std::move(t->quota); // an error's head reports the limits too
+  }
+  pool::Streaks streaks = m_pool->report(index, model(), report);
   // A model's trouble cools the pair (key, model); the key serves other models.
   log_health_change(label, verdict, verdict.scope == policy::Scope::model ? model() : nullptr, streaks);
+  if (report.quota && verdict.change != policy::HealthChange::cool &&
+      verdict.change != policy::HealthChange::disable) {
+    log_set_aside(label, model(), *report.quota); // a 429's cooling has said it already
+  }
 }
 
 // The deadline the current phase runs under: derived, never stored beside it.

@@ -13,6 +13,7 @@
 
 #include "policy/socket_event.hpp"
 #include "relay/health_report.hpp"
+#include "relay/quota_report.hpp"
 #include "relay/redact.hpp"
 #include "util/log.hpp"
 
@@ -43,7 +44,12 @@ void Exchange::open_tunnel() {
 
   // The handshake was the request: it counts as the key's success, and an
   // open WebSocket holds no max_concurrent slot (it may idle for hours).
-  m_pool->report(key, model(), served_report(101));
+  pool::Report served = served_report(101);
+  served.quota = std::move(t.quota);
+  m_pool->report(key, model(), served);
+  if (served.quota) {
+    log_set_aside(m_pool->key(key).label, model(), *served.quota);
+  }
   m_lease.release();
   m_pool->count_websocket(key, +1);
   m_record.key_label = m_pool->key(key).label;

@@ -3,6 +3,7 @@
 #include "relay/exchange.hpp"
 
 #include "relay/health_report.hpp"
+#include "relay/quota_report.hpp"
 #include "util/log.hpp"
 
 #include <fmt/format.h>
@@ -21,7 +22,12 @@ void Exchange::commit(std::string_view first, bool done, std::string held) {
   m_out.begin(t.upstream->parser(), m_request, m_request.keep_alive(), *m_state->redactor);
 
   const config::KeyConfig& key = m_pool->key(t.key);
-  m_pool->report(t.key, model(), served_report(status));
+  pool::Report served = served_report(status);
+  served.quota = std::move(t.quota);
+  m_pool->report(t.key, model(), served);
+  if (served.quota) {
+    log_set_aside(key.label, model(), *served.quota);
+  }
   m_record.key_label = key.label;
   m_record.chain.push_back(key.label + ':' + std::to_string(status)); // not fmt: every request
   m_record.ttfb = duration_cast<milliseconds>(m_context.mono.now() - m_started);

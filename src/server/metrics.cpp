@@ -147,6 +147,39 @@ void key_gauges(std::string& out, const std::vector<PoolReport>& pools, util::Ti
   models.write_to(out);
 }
 
+// The limits each key's provider last reported, one sample per figure it
+// reported: keys (and kinds) it never reported have none.
+void key_quota_gauges(std::string& out, const std::vector<PoolReport>& pools, util::TimePoint now) {
+  Family limit("keyshim_key_quota_limit", "gauge", "The limit the key's provider last reported, by kind.");
+  Family remaining("keyshim_key_quota_remaining", "gauge",
+                   "What the key's provider last reported remaining of a limit, by kind.");
+  Family reset("keyshim_key_quota_reset_seconds", "gauge",
+               "Seconds until a limit of the key is whole again, as last reported; 0 once passed.");
+  each_key(pools, [&](const PoolReport& pool, const pool::KeySnapshot& key, const std::string&) {
+    if (!key.health.quota) {
+      return;
+    }
+    for (std::size_t i = 0; i < pool::k_quota_kinds; ++i) {
+      const pool::QuotaFigures& f = key.health.quota->kinds.at(i);
+      std::string ids = labels({{"pool", pool.name},
+                                {"key", key.label},
+                                {"kind", pool::to_string(static_cast<pool::QuotaKind>(i))}});
+      if (f.limit) {
+        limit.add(ids, *f.limit);
+      }
+      if (f.remaining) {
+        remaining.add(ids, *f.remaining);
+      }
+      if (f.reset) {
+        reset.add(ids, seconds_left(*f.reset, now));
+      }
+    }
+  });
+  limit.write_to(out);
+  remaining.write_to(out);
+  reset.write_to(out);
+}
+
 // What each key did since keyshim started (`total`; `today` restarts at
 // midnight, which a counter must not do).
 void key_counters(std::string& out, const std::vector<PoolReport>& pools) {
@@ -206,6 +239,7 @@ std::string metrics_text(const std::vector<PoolReport>& pools, util::TimePoint n
   std::string out;
   instance_families(out, pools, info);
   key_gauges(out, pools, now);
+  key_quota_gauges(out, pools, now);
   key_counters(out, pools);
   return out;
 }

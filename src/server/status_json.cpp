@@ -70,6 +70,32 @@ Json models_json(const std::vector<pool::ModelHealth>& models, util::TimePoint n
   return out;
 }
 
+Json number_or_null(const std::optional<std::uint64_t>& value) {
+  return value ? Json::make_number(*value) : Json();
+}
+
+// The limits the key's provider last reported, by kind, each with what it
+// reported of them; null when it never reported any.
+Json quota_json(const std::optional<pool::KeyQuota>& quota, util::TimePoint now) {
+  if (!quota) {
+    return Json();
+  }
+  Json out = Json::make_object();
+  for (std::size_t i = 0; i < pool::k_quota_kinds; ++i) {
+    const pool::QuotaFigures& f = quota->kinds.at(i);
+    if (!f.limit && !f.remaining && !f.reset) {
+      continue;
+    }
+    Json kind;
+    kind.add("limit", number_or_null(f.limit))
+        .add("remaining", number_or_null(f.remaining))
+        .add("reset", f.reset ? text(rfc3339_utc(*f.reset)) : Json())
+        .add("resets_in_ms", f.reset ? Json::make_number(std::max(0LL, ms_until(*f.reset, now))) : Json());
+    out.add(pool::to_string(static_cast<pool::QuotaKind>(i)), std::move(kind));
+  }
+  return out;
+}
+
 Json key_json(const pool::KeySnapshot& key, util::TimePoint now) {
   const pool::KeyHealth& h = key.health;
   bool cooling = h.state == pool::KeyState::cooling;
@@ -88,7 +114,8 @@ Json key_json(const pool::KeySnapshot& key, util::TimePoint now) {
       .add("websockets", Json::make_number(h.websockets))
       .add("today", usage_json(h.today))
       .add("total", usage_json(h.total))
-      .add("models", models_json(h.models, now));
+      .add("models", models_json(h.models, now))
+      .add("quota", quota_json(h.quota, now));
   return out;
 }
 

@@ -235,6 +235,32 @@ TEST_F(StatusCommand, TableShowsEachKeyHealthAndTotalsFromThePoolFilesAddress) {
   EXPECT_EQ(result.all_output().find("status-test-key"), std::string::npos);
 }
 
+// A success that says the key has no requests left: the next request goes
+// to the other key, and the table shows the figures and why the first rests.
+TEST_F(StatusCommand, TableShowsTheLimitsTheProviderReported) {
+  start();
+  m_upstream.push(keyshim::test::json(200, "{}",
+                                      {{"x-ratelimit-limit-requests", "500"},
+                                       {"x-ratelimit-remaining-requests", "0"},
+                                       {"x-ratelimit-reset-requests", "50s"}}));
+  ASSERT_EQ(forward_one_request(), 200);
+  ASSERT_EQ(forward_one_request(), 200);
+  ASSERT_EQ(m_upstream.seen().at(1).header("Authorization"), std::string("Bearer ") + k_key_2);
+
+  RunResult result = run({"status", "-c", m_path});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::string& out = result.out;
+  EXPECT_NE(out.find("quota: 0 requests left"), std::string::npos) << out;
+  std::size_t table = out.find("\nQUOTA ");
+  ASSERT_NE(table, std::string::npos) << out;
+  std::string row = out.substr(table + 1).substr(out.substr(table + 1).find('\n') + 1);
+  row = row.substr(0, row.find('\n'));
+  EXPECT_EQ(row.rfind("first ", 0), 0u) << row;
+  EXPECT_NE(row.find(" requests "), std::string::npos) << row;
+  EXPECT_NE(row.find(" 0 "), std::string::npos) << row;
+  EXPECT_NE(row.find(" 500 "), std::string::npos) << row;
+}
+
 TEST_F(StatusCommand, ClientTokenFromTheFileIsSentAndAMismatchIsNamed) {
   start("client_token = \"right-token-123\"\n");
   EXPECT_EQ(run({"status", "-c", m_path}).exit_code, 0);

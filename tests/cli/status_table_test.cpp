@@ -60,6 +60,28 @@ TEST(StatusTable, ShowsEveryKeyWithItsHealthUsageAndTheTotals) {
             "3 keys: 1 available, 1 cooling, 1 disabled\n");
 }
 
+// The limits each key's provider last reported, under the usage: a row per
+// kind, and no table at all while no provider reported any.
+TEST(StatusTable, QuotaTableShowsTheLastReportedLimitsPerKey) {
+  keyshim::util::Json status =
+      parse(R"({"totals":{"total":2,"available":1,"cooling":1,"disabled":0},"pools":[)"
+            R"({"name":"default","route":"/","upstream":"https://api.openai.com","keys":[)"
+            R"({"label":"personal","state":"cooling","quota":{"requests":{"limit":500,"remaining":0,)"
+            R"("reset":"2026-11-30T04:00:03Z","resets_in_ms":2500},"tokens":{"limit":30000,"remaining":1200,)"
+            R"("reset":"2026-11-30T03:59:00Z","resets_in_ms":0},"unified":{"limit":100,"remaining":58,)"
+            R"("reset":null,"resets_in_ms":null}}},)"
+            R"({"label":"team","state":"available","quota":null}]}]})");
+  std::string table = render_status_table(status, false);
+  EXPECT_NE(table.find("QUOTA     KIND      LEFT  LIMIT  RESETS IN\n"
+                       "personal  requests  0     500    2.5s\n"
+                       "personal  tokens    1200  30000  now\n"
+                       "personal  unified   58    100    -\n"
+                       "\n"),
+            std::string::npos)
+      << table;
+  EXPECT_EQ(render_status_table(parse(k_three_keys), false).find("QUOTA"), std::string::npos);
+}
+
 TEST(StatusTable, EachPoolHasItsOwnHeadingAndTable) {
   keyshim::util::Json status = parse(
       R"({"totals":{"total":2,"available":2,"cooling":0,"disabled":0},"pools":[)"

@@ -53,6 +53,10 @@ std::vector<PoolReport> reports() {
   team.health.today.requests = 1; // since midnight: counters report the total
   team.health.models = {model("gpt-4o", true, k_now + 7500ms), model("o1", true, k_now - 1s),
                         model("gpt-4o-mini", false, {})};
+  pool::KeyQuota quota;
+  quota.kinds.at(static_cast<std::size_t>(pool::QuotaKind::requests)) = {500, 0, k_now + 2500ms};
+  quota.kinds.at(static_cast<std::size_t>(pool::QuotaKind::tokens)) = {30000, 1200, std::nullopt};
+  team.health.quota = quota;
   PoolReport openai{"openai",
                     "/openai",
                     "https://api.openai.com/v1",
@@ -132,6 +136,23 @@ TEST(Metrics, ModelCooldownsListOnlyModelsInTrouble) {
   EXPECT_EQ(text.find("gpt-4o-mini"), std::string::npos) << "a failure below the streak is not trouble yet";
 }
 
+TEST(Metrics, QuotaGaugesShowOnlyTheFiguresReported) {
+  std::string text = metrics_text(reports(), k_now, info());
+  EXPECT_TRUE(has_lines(text, {"# TYPE keyshim_key_quota_limit gauge",
+                               R"(keyshim_key_quota_limit{pool="openai",key="team",kind="requests"} 500)",
+                               R"(keyshim_key_quota_limit{pool="openai",key="team",kind="tokens"} 30000)"}));
+  EXPECT_TRUE(
+      has_lines(text, {"# TYPE keyshim_key_quota_remaining gauge",
+                       R"(keyshim_key_quota_remaining{pool="openai",key="team",kind="requests"} 0)",
+                       R"(keyshim_key_quota_remaining{pool="openai",key="team",kind="tokens"} 1200)"}));
+  EXPECT_TRUE(
+      has_lines(text, {"# TYPE keyshim_key_quota_reset_seconds gauge",
+                       R"(keyshim_key_quota_reset_seconds{pool="openai",key="team",kind="requests"} 2.5)",
+                       "# HELP keyshim_key_attempts_total Attempts made with the key."}))
+      << "no reset sample for a kind reported without one";
+  EXPECT_EQ(text.find(R"(key="personal",kind=)"), std::string::npos) << "a key without figures has no sample";
+}
+
 TEST(Metrics, CountersAreSinceStartWithEveryFailureClass) {
   std::string text = metrics_text(reports(), k_now, info());
   EXPECT_TRUE(has_lines(text, {"# TYPE keyshim_key_attempts_total counter",
@@ -191,7 +212,7 @@ TEST(Metrics, EveryFamilyIsDeclaredOnceBeforeItsSamples) {
       EXPECT_EQ(line.substr(0, line.find_first_of("{ ")), current) << line;
     }
   }
-  EXPECT_EQ(declared.size(), 16u);
+  EXPECT_EQ(declared.size(), 19u);
 }
 
 TEST(Metrics, HostileLabelsAndModelNamesAreEscaped) {

@@ -75,10 +75,10 @@ TEST(StatusJson, StatusHasThePinnedShape) {
       R"("total":{{"requests":5,"failures":{{"rate_limit":2,"auth":0,"quota":0,"server":1,)"
       R"("transport":0}},"input_tokens":1200,"output_tokens":310}},"models":[{{"model":"gpt-4o","state":"cooling",)"
       R"("until":"2027-01-15T08:00:07Z","resumes_in_ms":7500,"reason":"429"}},{{"model":"o1","state":"probing",)"
-      R"("until":null,"resumes_in_ms":0,"reason":"429"}}]}},{{"label":"old","fingerprint":"sk-...Wq9z",)"
+      R"("until":null,"resumes_in_ms":0,"reason":"429"}}],"quota":null}},{{"label":"old","fingerprint":"sk-...Wq9z",)"
       R"("upstream":"https://api.openai.com/v1","state":"disabled","until":null,"resumes_in_ms":0,)"
       R"("reason":"401 \"invalid\\key\"\n","ok":0,"err":0,"last_status":null,"in_flight":0,"websockets":0,"today":{},)"
-      R"("total":{},"models":[]}}]}}]}})",
+      R"("total":{},"models":[],"quota":null}}]}}]}})",
       k_version, usage_zero, usage_zero);
   EXPECT_EQ(status_json(reports(), k_now, info), expected);
 }
@@ -99,6 +99,25 @@ TEST(StatusJson, InvalidUtf8InALabelIsReplacedNotEmitted) {
   EXPECT_EQ(text.find('\xFF'), std::string::npos);
   EXPECT_NE(text.find("\"te\xEF\xBF\xBDm\""), std::string::npos);
   EXPECT_TRUE(util::parse_json(text));
+}
+
+// The limits a key's provider last reported, by kind, with only the figures
+// it gave; a kind it never reported is left out.
+TEST(StatusJson, QuotaShowsEachReportedLimit) {
+  std::vector<PoolReport> pools = reports();
+  pool::KeyQuota quota;
+  quota.reported = k_now - 1s;
+  quota.kinds.at(static_cast<std::size_t>(pool::QuotaKind::requests)) = {500, 0, k_now + 2500ms};
+  quota.kinds.at(static_cast<std::size_t>(pool::QuotaKind::tokens)) = {30000, 1200, k_now - 1s};
+  quota.kinds.at(static_cast<std::size_t>(pool::QuotaKind::unified)) = {std::nullopt, 58, std::nullopt};
+  pools[0].keys[0].health.quota = quota;
+  std::string text = status_json(pools, k_now, InstanceInfo{});
+  EXPECT_NE(text.find(R"("quota":{"requests":{"limit":500,"remaining":0,"reset":"2027-01-15T08:00:02Z",)"
+                      R"("resets_in_ms":2500},"tokens":{"limit":30000,"remaining":1200,)"
+                      R"("reset":"2027-01-15T07:59:59Z","resets_in_ms":0},)"
+                      R"("unified":{"limit":null,"remaining":58,"reset":null,"resets_in_ms":null}})"),
+            std::string::npos)
+      << text;
 }
 
 // Usage counters pass 2^53; /status prints them as exact integers, never as

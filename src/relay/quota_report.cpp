@@ -1,0 +1,52 @@
+#include "relay/quota_report.hpp"
+
+#include "util/duration.hpp"
+#include "util/log.hpp"
+
+#include <fmt/format.h>
+
+namespace keyshim::relay {
+
+pool::QuotaReport quota_report(const policy::Quota& quota, util::TimePoint now,
+                               std::chrono::milliseconds max_cooldown) {
+  static_assert(policy::k_quota_kinds == pool::k_quota_kinds);
+  pool::QuotaReport report;
+  for (std::size_t i = 0; i < pool::k_quota_kinds; ++i) {
+    const policy::QuotaFigures& from = quota.kinds.at(i);
+    report.quota.kinds.at(i) = pool::QuotaFigures{from.limit, from.remaining, from.reset};
+  }
+  report.quota.reported = now;
+  if (std::optional<policy::SetAside> aside = policy::quota_set_aside(quota, now, max_cooldown)) {
+    report.set_aside = aside->wait;
+    report.reason = std::move(aside->reason);
+  }
+  return report;
+}
+
+std::optional<pool::QuotaReport> read_quota_report(const http::response_header<>& head,
+                                                   const util::Clock& wall,
+                                                   std::chrono::milliseconds max_cooldown) {
+  policy::QuotaReader reader;
+  for (const auto& field : head) {
+    reader.add(field.name_string(), field.value());
+  }
+  if (!reader.seen()) {
+    return std::nullopt;
+  }
+  const util::TimePoint now = wall.now();
+  std::optional<policy::Quota> quota = reader.read(now);
+  if (!quota) {
+    return std::nullopt;
+  }
+  return quota_report(*quota, now, max_cooldown);
+}
+
+void log_set_aside(std::string_view label, const std::string* model, const pool::QuotaReport& quota) {
+  if (quota.set_aside <= std::chrono::milliseconds(0)) {
+    return;
+  }
+  util::log_info("key {} set aside {}{}: {}", label, util::format_duration(quota.set_aside),
+                 model ? fmt::format(" for model {}", *model) : std::string(), quota.reason);
+}
+
+} // namespace keyshim::relay
