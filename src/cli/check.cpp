@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,18 +13,33 @@
 namespace keyshim::cli {
 namespace {
 
-using Row = std::array<std::string, 6>;
+using Row = std::vector<std::string>;
 
-// Labels and fingerprints only: key material has no printable form.
+bool any_key_restricted(const config::Config& config) {
+  return std::any_of(config.pools.begin(), config.pools.end(), [](const config::PoolConfig& pool) {
+    return std::any_of(pool.keys.begin(), pool.keys.end(),
+                       [](const config::KeyConfig& key) { return key.models.restricted(); });
+  });
+}
+
+// Labels and fingerprints only: key material has no printable form. The
+// MODELS column appears when some key serves only some models.
 void print_key_table(const config::Config& config) {
+  const bool models = any_key_restricted(config);
   std::vector<Row> rows = {{"POOL", "LABEL", "FINGERPRINT", "UPSTREAM", "AUTH", "SOURCE"}};
+  if (models) {
+    rows.front().emplace_back("MODELS");
+  }
   for (const config::PoolConfig& pool : config.pools) {
     for (const config::KeyConfig& key : pool.keys) {
       std::string upstream = key.base_url.text() + (key.proxy ? " via " + key.proxy->text() : std::string());
       rows.push_back({pool.name, key.label, key.secret.fingerprint(), upstream, key.auth.text(), key.source});
+      if (models) {
+        rows.back().push_back(key.models.restricted() ? key.models.text() : "all");
+      }
     }
   }
-  std::array<std::size_t, 6> widths{};
+  std::vector<std::size_t> widths(rows.front().size(), 0);
   for (const Row& row : rows) {
     for (std::size_t i = 0; i < row.size(); ++i) {
       widths[i] = std::max(widths[i], row[i].size());

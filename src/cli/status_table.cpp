@@ -177,7 +177,36 @@ void add_quota_rows(std::vector<Row>& rows, const util::Json& key) {
   }
 }
 
-// One pool: a heading with its route, its health table and its usage table.
+std::optional<std::vector<std::string>> json_strings(const util::Json* list) {
+  if (list == nullptr || !list->is_array()) {
+    return std::nullopt;
+  }
+  std::vector<std::string> out;
+  for (const util::Json& item : list->items()) {
+    out.push_back(printable(item.as_string()));
+  }
+  return out;
+}
+
+// "team serves gpt-4o*, o3* except gpt-4o-audio*", one line per key that
+// serves only some models; "" when every key serves every model.
+std::string serves_lines(const util::Json& keys) {
+  std::string out;
+  for (const util::Json& key : keys.items()) {
+    const util::Json* serves = key.find("serves");
+    if (serves == nullptr || !serves->is_object()) {
+      continue;
+    }
+    config::ModelFilter filter{
+        json_strings(serves->find("models")),
+        json_strings(serves->find("exclude_models")).value_or(std::vector<std::string>{})};
+    out += fmt::format("{} serves {}\n", string_or_dash(key, "label"), filter.text());
+  }
+  return out;
+}
+
+// One pool: a heading with its route, its health table, the models its keys
+// serve when they are restricted, and its usage table.
 std::string render_pool(const util::Json& pool, bool colour) {
   std::string out = fmt::format("pool {} at {} -> {}\n", string_or_dash(pool, "name"),
                                 string_or_dash(pool, "route"), string_or_dash(pool, "upstream"));
@@ -205,7 +234,7 @@ std::string render_pool(const util::Json& pool, bool colour) {
     usage.push_back(usage_row(key));
     add_quota_rows(quota, key);
   }
-  out += render_rows(rows, colour) + render_rows(usage, false);
+  out += render_rows(rows, colour) + serves_lines(*keys) + render_rows(usage, false);
   if (quota.size() > 1) {
     out += render_rows(quota, false);
   }

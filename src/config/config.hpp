@@ -1,6 +1,7 @@
 #pragma once
 // The validated pool file. Everything here has been checked at load time; the
 // rest of keyshim trusts it without re-validating.
+#include "config/model_filter.hpp"
 #include "config/proxy.hpp"
 #include "util/secret.hpp"
 
@@ -86,6 +87,9 @@ struct UpstreamSettings {
   milliseconds max_wait{0};          // 0: no key now means 503 now
   std::optional<int> max_concurrent; // default for the pool's keys; unset: unlimited
   std::optional<ProxySetting> proxy; // unset: the environment decides (config/proxy.hpp)
+  // Defaults for the pool's keys (config/model_filter.hpp): unset, every model.
+  std::optional<std::vector<std::string>> models;
+  std::vector<std::string> exclude_models;
 };
 
 struct KeyConfig {
@@ -95,6 +99,7 @@ struct KeyConfig {
   Auth auth;
   std::optional<std::string> ca_file;
   int max_concurrent = 0; // requests in flight at once; 0: unlimited
+  ModelFilter models;     // which models it serves; each list the key's own or else the pool's
   // Resolved from the pool's proxy or the environment: the proxy its
   // connections tunnel through, or none.
   std::optional<ProxyUrl> proxy;

@@ -1,5 +1,6 @@
 #include "config/decode.hpp"
 
+#include "config/model_filter.hpp"
 #include "config/text_helpers.hpp"
 #include "config/value_parsers.hpp"
 #include "util/duration.hpp"
@@ -133,6 +134,26 @@ Decoded decode_string_list(const toml::node& node, bool is_command) {
   return ok(std::move(items));
 }
 
+// An array of model patterns: strings fit to match a model name, and at
+// least `setting.min` of them (an empty `models` would serve no model).
+Decoded decode_model_patterns(const Setting& setting, const toml::node& node) {
+  Decoded list = decode_string_list(node, false);
+  if (!list.value) {
+    return list;
+  }
+  const auto& patterns = std::get<std::vector<std::string>>(*list.value);
+  for (std::size_t i = 0; i < patterns.size(); ++i) {
+    if (std::string problem = model_pattern_problem(patterns[i]); !problem.empty()) {
+      return fail(fmt::format("item {} {}", i + 1, problem));
+    }
+  }
+  if (patterns.size() < static_cast<std::size_t>(setting.min)) {
+    return fail("is empty, so its keys would serve no model; list models like [\"gpt-4o*\"], or remove it "
+                "to serve every model");
+  }
+  return list;
+}
+
 bool holds_pem_certificate(const std::string& path) {
   BIO* bio = BIO_new_file(path.c_str(), "r");
   if (bio == nullptr) {
@@ -258,6 +279,8 @@ Decoded decode_setting(const Setting& setting, const toml::node& node, const std
     return decode_string_list(node, false);
   case SettingType::command:
     return decode_string_list(node, true);
+  case SettingType::model_patterns:
+    return decode_model_patterns(setting, node);
   case SettingType::file:
     return decode_file(node, base_dir);
   case SettingType::boolean:

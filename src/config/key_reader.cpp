@@ -54,6 +54,8 @@ std::optional<ReadKey> PoolReader::read_key(const toml::table& table, const Upst
   read.key.auth = entry.auth.value_or(pool.auth);
   read.key.ca_file = entry.ca_file ? entry.ca_file : pool.ca_file;
   read.key.max_concurrent = entry.max_concurrent.value_or(pool.max_concurrent.value_or(0));
+  read.key.models.models = entry.models ? entry.models : pool.models;
+  read.key.models.exclude_models = entry.exclude_models.value_or(pool.exclude_models);
   // status, reload and env skip secrets and run in the user's shell, whose
   // proxy variables are not the server's: they read the file's setting only.
   ProxyChoice proxy = choose_proxy(read.key.base_url, pool.proxy,

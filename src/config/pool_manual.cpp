@@ -98,6 +98,10 @@ void describe_keys(Page& page) {
                  "they neither read key_env nor run key_cmd (the keyshim that serves does). A key's "
                  "`base_url`, `auth`, `ca_file` and `max_concurrent` override its pool's, for mirrors of the "
                  "same API inside one pool.");
+  page.paragraph("`models` and `exclude_models` restrict which models a pool's keys serve, as patterns "
+                 "matching the whole model name a request names (`*` any run of characters, `?` one, case "
+                 "ignored); a key's own list replaces the pool's. A key is never sent a model it does not "
+                 "serve, and a model no key of the pool serves is answered 404 without an upstream request.");
 }
 
 void describe_permissions(Page& page) {

@@ -76,6 +76,8 @@ std::string setting_type_text(const Setting& setting) {
     return "URL, http://[USER:PASSWORD@]HOST[:PORT], or \"\"";
   case SettingType::boolean:
     return "true or false";
+  case SettingType::model_patterns:
+    return "array of model names or patterns (* any characters, ? one; case does not matter)";
   }
   return "";
 }

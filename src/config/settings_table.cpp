@@ -103,6 +103,13 @@ std::vector<Setting> make_table() {
        "HTTP proxy for every key, http://[user:password@]host[:port]; \"\" for none; unset: "
        "https_proxy / HTTPS_PROXY and no_proxy, as curl reads them, except for loopback upstreams",
        0, 0, apply_member<&UpstreamSettings::proxy>},
+      {"models", S::upstream, T::model_patterns, "", true,
+       "models the pool's keys serve, as patterns (* any characters, ? one), e.g. [\"gpt-4o*\", "
+       "\"o3\"]; a request for another model goes to no such key (every model by default)",
+       1, 0, apply_member<&UpstreamSettings::models>},
+      {"exclude_models", S::upstream, T::model_patterns, "[]", true,
+       "models the pool's keys never serve, as patterns, even when models matches them", 0, 0,
+       apply_member<&UpstreamSettings::exclude_models>},
       // [[keys]]
       {"label", S::key, T::label, "", true, "shown in logs and status; defaults to the key's fingerprint", 0,
        0, apply_member<&KeyEntry::label>},
@@ -121,6 +128,11 @@ std::vector<Setting> make_table() {
        apply_member<&KeyEntry::ca_file>},
       {"max_concurrent", S::key, T::integer, "", true, "per-key override of the pool's max_concurrent", 1,
        k_max_concurrent_limit, apply_member<&KeyEntry::max_concurrent>},
+      {"models", S::key, T::model_patterns, "", true, "per-key replacement of the pool's models", 1, 0,
+       apply_member<&KeyEntry::models>},
+      {"exclude_models", S::key, T::model_patterns, "", true,
+       "per-key replacement of the pool's exclude_models ([] for none)", 0, 0,
+       apply_member<&KeyEntry::exclude_models>},
   };
 }
 

@@ -37,6 +37,9 @@ enum class SettingType {
   // an HTTP proxy URL (config/proxy.hpp), or "" for none
   proxy,
   boolean, // true or false
+  // an array of model name patterns (config/model_filter.hpp); `min` is the
+  // fewest items it may hold
+  model_patterns,
 };
 
 // A [[keys]] entry as written, before its pool's defaults fill its gaps.
@@ -49,6 +52,8 @@ struct KeyEntry {
   std::optional<Auth> auth;
   std::optional<std::string> ca_file;
   std::optional<int> max_concurrent;
+  std::optional<std::vector<std::string>> models;
+  std::optional<std::vector<std::string>> exclude_models;
 };
 
 // A decoded value: which alternative depends on the SettingType.
@@ -70,7 +75,7 @@ struct Setting {
   std::string_view default_text; // as written in TOML; "" when there is none
   bool reloadable;               // SIGHUP may change it; false: it takes a restart
   std::string_view doc;          // one line, for keys.example.toml and the README
-  std::int64_t min = 0;          // bounds: integer value, size in bytes, duration in ms
+  std::int64_t min = 0;          // bounds: integer value, size in bytes, duration in ms, items
   std::int64_t max = std::numeric_limits<std::int64_t>::max();
   void (*apply)(SettingTarget& target, SettingValue&& value) = nullptr;
 };

@@ -41,6 +41,8 @@ KeyPool::KeyPool(std::vector<config::KeyConfig> keys, config::Strategy strategy,
   for (std::size_t i = 0; i < m_keys.size(); ++i) {
     m_cells.push_back(std::make_shared<HealthCell>());
   }
+  m_models_restricted = std::any_of(m_keys.begin(), m_keys.end(),
+                                    [](const config::KeyConfig& key) { return key.models.restricted(); });
 }
 
 KeyPool::~KeyPool() = default;
@@ -170,6 +172,9 @@ std::optional<std::size_t> KeyPool::take_first(const std::vector<std::size_t>& c
 // Eligibility is checked and the key taken under its cell lock in one step,
 // so both see the same state of the key.
 bool KeyPool::try_take(std::size_t index, Search& search) {
+  if (m_models_restricted && search.model != nullptr && !m_keys[index].models.serves(*search.model)) {
+    return false; // never offered a model it does not serve, whatever its health
+  }
   HealthCell& cell = *m_cells[index];
   std::lock_guard lock(cell.mutex);
   switch (cell.admit(search.now, m_keys[index].max_concurrent, search.model)) {
@@ -233,6 +238,14 @@ void KeyPool::count_bytes(std::size_t index, std::uint64_t bytes) {
   }
 }
 
+bool KeyPool::serves(const std::string* model) const {
+  if (model == nullptr || !m_models_restricted) {
+    return true;
+  }
+  return std::any_of(m_keys.begin(), m_keys.end(),
+                     [&](const config::KeyConfig& key) { return key.models.serves(*model); });
+}
+
 void KeyPool::count_websocket(std::size_t index, int change) {
   HealthCell& cell = *m_cells.at(index);
   std::lock_guard lock(cell.mutex);
@@ -255,7 +268,8 @@ std::vector<KeySnapshot> KeyPool::snapshot() const {
   out.reserve(m_keys.size());
   for (std::size_t i = 0; i < m_keys.size(); ++i) {
     const config::KeyConfig& key = m_keys[i];
-    out.push_back(KeySnapshot{key.label, key.secret.fingerprint(), key.base_url.text(), health(i)});
+    out.push_back(
+        KeySnapshot{key.label, key.secret.fingerprint(), key.base_url.text(), health(i), key.models});
   }
   return out;
 }
@@ -313,6 +327,9 @@ std::optional<util::TimePoint> KeyPool::earliest_available(const std::string* mo
   const util::TimePoint now = m_clock.now();
   std::optional<util::TimePoint> earliest;
   for (std::size_t i = 0; i < m_keys.size(); ++i) {
+    if (model != nullptr && !m_keys[i].models.serves(*model)) {
+      continue; // its cooldown ending frees nothing for this model
+    }
     HealthCell& cell = *m_cells[i];
     std::lock_guard lock(cell.mutex);
     std::optional<util::TimePoint> end = cell.cooling_end(now, model);

@@ -94,6 +94,7 @@ struct KeySnapshot {
   std::string fingerprint;
   std::string upstream; // base_url text
   KeyHealth health;
+  config::ModelFilter models{}; // which models it serves
 };
 
 struct Counts {
@@ -132,11 +133,11 @@ public:
   // Pick an eligible key not marked in `excluded` (indexed like the pool;
   // shorter vectors mean "not excluded") by the pool's strategy, count it in
   // flight and stamp its last use. A key with max_concurrent requests in
-  // flight is not eligible, nor one cooling for `model` (when given), nor one
-  // whose model is being probed by another request. The round-robin cursor
-  // moves past the chosen key in the same step. Round-robin and
-  // least-recently-used try keys running low on a provider limit last
-  // (headroom_tier), in their usual order within a tier.
+  // flight is not eligible, nor one that does not serve `model` or is cooling
+  // for it (when given), nor one whose model is being probed by another
+  // request. The round-robin cursor moves past the chosen key in the same step.
+  // Round-robin and least-recently-used try keys running low on a provider
+  // limit last (headroom_tier), in their usual order within a tier.
   Selection acquire(const std::vector<bool>& excluded, const std::string* model = nullptr);
   // The request that acquired `index` is done with it; `probed` is the model
   // it was probing (Selection::probe), if any.
@@ -159,6 +160,9 @@ public:
   void count_tokens(std::size_t index, std::uint64_t input, std::uint64_t output);
   // Body bytes a response served by the key relayed to its client.
   void count_bytes(std::size_t index, std::uint64_t bytes);
+  // Whether some key of the pool serves `model` (its models and
+  // exclude_models); true without a model.
+  bool serves(const std::string* model) const;
   // A WebSocket the key's handshake opened (+1) has closed (-1).
   void count_websocket(std::size_t index, int change);
 
@@ -173,7 +177,8 @@ public:
   std::vector<KeySnapshot> snapshot() const;
   Counts counts() const;
   // Earliest end of a cooldown among cooling keys, or of `model`'s cooling
-  // on keys that are not cooling themselves (for 503 Retry-After).
+  // on keys that are not cooling themselves (for 503 Retry-After); with
+  // `model`, only among the keys that serve it.
   std::optional<util::TimePoint> earliest_available(const std::string* model = nullptr) const;
 
 private:
@@ -186,6 +191,7 @@ private:
   std::vector<config::KeyConfig> m_keys;
   std::vector<std::shared_ptr<HealthCell>> m_cells;
   config::Strategy m_strategy;
+  bool m_models_restricted = false; // some key serves only some models
   util::Clock& m_clock;
   mutable std::mutex m_cursor_mutex;
   std::size_t m_cursor = 0;

@@ -45,6 +45,29 @@ Answer json_error_answer(int status, std::string_view message, std::string_view 
   return answer;
 }
 
+Answer api_error_answer(const config::Auth& auth, int status, std::string_view message, std::string_view type,
+                        std::string_view code) {
+  util::ErrorShape shape = util::ErrorShape::openai;
+  if (auth.style == config::AuthStyle::x_api_key) {
+    shape = util::ErrorShape::anthropic;
+  } else if (auth.style == config::AuthStyle::x_goog_api_key || auth.style == config::AuthStyle::query) {
+    shape = util::ErrorShape::google;
+  }
+  Answer answer;
+  answer.status = status;
+  answer.headers.emplace_back("Content-Type", "application/json");
+  answer.body = util::api_error_body(shape, status, message, type, code);
+  return answer;
+}
+
+Answer unserved_model_answer(std::string_view model, const config::PoolConfig& pool) {
+  return api_error_answer(pool.upstream.auth, 404,
+                          fmt::format("keyshim: model \"{}\" is not served by any key of pool \"{}\" (see "
+                                      "models and exclude_models in the pool file, or `keyshim check`)",
+                                      model, pool.name),
+                          "keyshim_model_not_served", "model_not_found");
+}
+
 Answer unreachable_answer(const std::vector<std::string>& tried_keys) {
   std::string tried;
   for (const std::string& t : tried_keys) {

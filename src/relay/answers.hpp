@@ -29,6 +29,17 @@ Answer upstream_error_answer(const policy::Outcome& outcome, std::string_view re
 // A JSON answer in the OpenAI error shape.
 Answer json_error_answer(int status, std::string_view message, std::string_view type, std::string_view code);
 
+// A JSON answer in the error shape of the API a pool's `auth` speaks, so
+// the pool's clients print its message: Anthropic's for x-api-key, Google's
+// for x-goog-api-key and query:NAME, else OpenAI's (`type` and `code` are
+// used there only).
+Answer api_error_answer(const config::Auth& auth, int status, std::string_view message, std::string_view type,
+                        std::string_view code);
+
+// 404 for a request naming a model no key of `pool` serves (models,
+// exclude_models), in the pool's error shape, naming the model and the pool.
+Answer unserved_model_answer(std::string_view model, const config::PoolConfig& pool);
+
 // 502 naming each key tried and what it got ("k0: connect error").
 Answer unreachable_answer(const std::vector<std::string>& tried_keys);
 

@@ -52,6 +52,11 @@ void Exchange::choose_key() {
       attempt(selection);
       return;
     }
+    if (m_plan.attempts() == 0 && !m_pool->serves(model())) {
+      // No key of the pool may ever take it: no attempt and no wait.
+      answer(unserved_model_answer(*model(), *m_served->config));
+      return;
+    }
     if (m_plan.drop_repeat()) {
       continue; // the key went cooling after its failure: move on
     }

@@ -96,6 +96,26 @@ Json quota_json(const std::optional<pool::KeyQuota>& quota, util::TimePoint now)
   return out;
 }
 
+Json strings_json(const std::vector<std::string>& items) {
+  Json out = Json::make_array();
+  for (const std::string& item : items) {
+    out.push_back(text(item));
+  }
+  return out;
+}
+
+// null for a key that serves every model, else its two pattern lists (a
+// missing models list: every model but the excluded ones).
+Json serves_json(const config::ModelFilter& filter) {
+  if (!filter.restricted()) {
+    return Json();
+  }
+  Json out;
+  out.add("models", filter.models ? strings_json(*filter.models) : Json())
+      .add("exclude_models", strings_json(filter.exclude_models));
+  return out;
+}
+
 Json key_json(const pool::KeySnapshot& key, util::TimePoint now) {
   const pool::KeyHealth& h = key.health;
   bool cooling = h.state == pool::KeyState::cooling;
@@ -103,6 +123,7 @@ Json key_json(const pool::KeySnapshot& key, util::TimePoint now) {
   out.add("label", text(key.label))
       .add("fingerprint", text(key.fingerprint))
       .add("upstream", text(key.upstream))
+      .add("serves", serves_json(key.models))
       .add("state", text(pool::to_string(h.state)))
       .add("until", cooling ? text(rfc3339_utc(h.until)) : Json())
       .add("resumes_in_ms", Json::make_number(cooling ? std::max(0LL, ms_until(h.until, now)) : 0))

@@ -45,8 +45,8 @@ struct InstanceInfo {
 
 // {"version":..,"pid":..,"generation":..,"listen":..,"config":..,"problem":..,
 //  "totals":{..},"pools":[{"name","route","upstream","totals":{..},"keys":[{label,
-//  fingerprint, upstream, state, until, resumes_in_ms, reason, ok, err,
-//  last_status, in_flight, today:{usage}, total:{usage}}]}]}
+//  fingerprint, upstream, serves (null, or {models, exclude_models}), state, until,
+//  resumes_in_ms, reason, ok, err, last_status, in_flight, today:{usage}, total:{usage}}]}]}
 std::string status_json(const std::vector<PoolReport>& pools, util::TimePoint now, const InstanceInfo& info);
 
 // "2026-11-29T21:40:01Z".

@@ -10,4 +10,16 @@ namespace keyshim::util {
 // which every SDK knows how to print.
 std::string json_error_body(std::string_view message, std::string_view type, std::string_view code);
 
+// The error shapes of the APIs keyshim stands in for.
+enum class ErrorShape { openai, anthropic, google };
+
+// An error body as the API of `shape` writes it, so its SDKs print the
+// message: OpenAI's is json_error_body's; Anthropic's is
+// {"type":"error","error":{"type":"not_found_error","message":...}} and
+// Google's {"error":{"code":404,"message":...,"status":"NOT_FOUND"}}, their
+// type and status words chosen by the HTTP `status` (`type` and `code` are
+// OpenAI's only).
+std::string api_error_body(ErrorShape shape, int status, std::string_view message, std::string_view type,
+                           std::string_view code);
+
 } // namespace keyshim::util

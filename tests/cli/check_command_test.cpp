@@ -219,3 +219,31 @@ key = "sk-cli-check-key-two-0002"
       << result.err;
   expect_no_key_material(result);
 }
+
+TEST(CheckCommand, AModelsColumnShowsWhichModelsEachKeyServesWhenSomeKeyIsRestricted) {
+  TempDir temp;
+  std::string text = k_good;
+  text.replace(text.find("[[keys]]\nlabel = \"team\""), 8, "[[keys]]\nmodels = [\"claude-*\"]");
+  text.insert(text.find("[[keys]]"), "exclude_models = [\"gpt-5*\"]\n\n");
+  std::string path = temp.write("keys.toml", text);
+  RunResult result = check(path);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto line_of = [&](const std::string& start) {
+    std::size_t at = result.out.find(start);
+    return at == std::string::npos ? std::string() : result.out.substr(at, result.out.find('\n', at) - at);
+  };
+  auto ends_with = [](const std::string& line, const std::string& end) {
+    return line.size() >= end.size() && line.compare(line.size() - end.size(), end.size(), end) == 0;
+  };
+  EXPECT_TRUE(ends_with(line_of("POOL "), "  MODELS")) << result.out;
+  EXPECT_TRUE(ends_with(line_of("default  personal"), "  every model except gpt-5*")) << result.out;
+  EXPECT_TRUE(ends_with(line_of("default  team"), "  claude-* except gpt-5*")) << result.out;
+  expect_no_key_material(result);
+}
+
+TEST(CheckCommand, NoModelsColumnWhileEveryKeyServesEveryModel) {
+  TempDir temp;
+  RunResult result = check(temp.write("keys.toml", k_good));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out.find("MODELS"), std::string::npos) << result.out;
+}

@@ -154,3 +154,20 @@ TEST(StatusTable, ControlCharactersFromLabelsAndReasonsNeverReachTheTerminal) {
   EXPECT_EQ(table.find('\a'), std::string::npos) << table;
   EXPECT_NE(table.find("evil?[2J"), std::string::npos) << table;
 }
+
+TEST(StatusTable, AKeyServingOnlySomeModelsGetsALineSayingWhich) {
+  keyshim::util::Json status = parse(
+      R"({"totals":{"total":2,"available":2,"cooling":0,"disabled":0},"pools":[)"
+      R"({"name":"openai","route":"/openai","upstream":"https://api.openai.com","keys":[)"
+      R"({"label":"team","state":"available","serves":{"models":["gpt-4o*","o3"],"exclude_models":["*-audio*"]}},)"
+      R"({"label":"cheap","state":"available","serves":{"models":null,"exclude_models":["o1-pro*"]}},)"
+      R"({"label":"all","state":"available","serves":null}]}]})");
+  std::string table = render_status_table(status, false);
+  std::size_t team = table.find("\nteam serves gpt-4o*, o3 except *-audio*\n");
+  std::size_t cheap = table.find("\ncheap serves every model except o1-pro*\n");
+  ASSERT_NE(team, std::string::npos) << table;
+  ASSERT_NE(cheap, std::string::npos) << table;
+  EXPECT_LT(table.find("\nall "), team); // under the health table, before the usage table
+  EXPECT_LT(cheap, table.find("\nUSAGE"));
+  EXPECT_EQ(table.find("all serves"), std::string::npos) << table;
+}

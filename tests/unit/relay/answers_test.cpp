@@ -89,6 +89,42 @@ TEST(NoKeyAnswer, NoRetryAfterWhenEveryKeyIsDisabled) {
 
 // --- unreachable_answer -----------------------------------------------------
 
+// --- unserved_model_answer --------------------------------------------------
+
+config::PoolConfig pool_with_auth(config::AuthStyle style) {
+  config::PoolConfig pool;
+  pool.name = "team-pool";
+  pool.upstream.auth.style = style;
+  return pool;
+}
+
+TEST(UnservedModelAnswer, Is404InOpenAisShapeNamingTheModelAndThePool) {
+  Answer answer = unserved_model_answer("gpt-5", pool_with_auth(config::AuthStyle::bearer));
+  EXPECT_EQ(answer.status, 404);
+  EXPECT_EQ(field(answer, "Content-Type"), "application/json");
+  EXPECT_EQ(answer.body,
+            R"x({"error":{"message":"keyshim: model \"gpt-5\" is not served by any key of pool )x"
+            R"x(\"team-pool\" (see models and exclude_models in the pool file, or `keyshim )x"
+            R"x(check`)","type":"keyshim_model_not_served","code":"model_not_found"}})x");
+  EXPECT_EQ(unserved_model_answer("gpt-5", pool_with_auth(config::AuthStyle::api_key)).body, answer.body);
+}
+
+TEST(UnservedModelAnswer, TakesTheErrorShapeOfThePoolsApi) {
+  Answer anthropic = unserved_model_answer("claude-x", pool_with_auth(config::AuthStyle::x_api_key));
+  EXPECT_EQ(anthropic.body.rfind(R"({"type":"error","error":{"type":"not_found_error","message":"keyshim: )"
+                                 R"(model \"claude-x\" is not served by any key of pool \"team-pool\")",
+                                 0),
+            0u)
+      << anthropic.body;
+  for (config::AuthStyle style : {config::AuthStyle::x_goog_api_key, config::AuthStyle::query}) {
+    Answer google = unserved_model_answer("gemini-x", pool_with_auth(style));
+    EXPECT_EQ(google.status, 404);
+    EXPECT_EQ(google.body.rfind(R"({"error":{"code":404,"message":"keyshim: model \"gemini-x\")", 0), 0u)
+        << google.body;
+    EXPECT_NE(google.body.find(R"(,"status":"NOT_FOUND"}})"), std::string::npos) << google.body;
+  }
+}
+
 TEST(UnreachableAnswer, NamesEachKeyTriedAndWhatItGot) {
   Answer answer = unreachable_answer({"k0: connect error", "team: tls handshake failed"});
   EXPECT_EQ(answer.status, 502);

@@ -27,8 +27,8 @@ pool::KeySnapshot key(std::string label, pool::KeyState state) {
   return snapshot;
 }
 
-// "team" cooling 20 s with one model cooling and one waiting for its probe;
-// "old" disabled with a reason that needs escaping.
+// "team" cooling 20 s with one model cooling and one waiting for its probe,
+// serving only some models; "old" disabled with a reason that needs escaping.
 std::vector<PoolReport> reports() {
   pool::KeySnapshot team = key("team", pool::KeyState::cooling);
   team.health.until = k_now + 20s;
@@ -54,6 +54,7 @@ std::vector<PoolReport> reports() {
   pool::ModelHealth calm;
   calm.model = "gpt-4o-mini";
   team.health.models = {cooling, probing, calm};
+  team.models = config::ModelFilter{std::vector<std::string>{"gpt-4o*", "o1"}, {"gpt-4o-audio*"}};
   pool::KeySnapshot old = key("old", pool::KeyState::disabled);
   old.health.reason = "401 \"invalid\\key\"\n";
   return {PoolReport{"default", "/", "https://api.openai.com/v1", {team, old}, {2, 0, 1, 1}}};
@@ -69,14 +70,14 @@ TEST(StatusJson, StatusHasThePinnedShape) {
       R"("problem":null,"totals":{{"total":2,"available":0,"cooling":1,"disabled":1}},"pools":[{{"name":"default",)"
       R"("route":"/","upstream":"https://api.openai.com/v1","totals":{{"total":2,"available":0,"cooling":1,)"
       R"("disabled":1}},"keys":[{{"label":"team","fingerprint":"sk-...Wq9z","upstream":"https://api.openai.com/v1",)"
-      R"("state":"cooling","until":"2027-01-15T08:00:20Z","resumes_in_ms":20000,"reason":"429 Retry-After",)"
+      R"("serves":{{"models":["gpt-4o*","o1"],"exclude_models":["gpt-4o-audio*"]}},"state":"cooling","until":"2027-01-15T08:00:20Z","resumes_in_ms":20000,"reason":"429 Retry-After",)"
       R"("ok":2,"err":3,"last_status":429,"in_flight":1,"websockets":0,"today":{{"requests":1,"failures":{{"rate_limit":0,)"
       R"("auth":0,"quota":0,"server":0,"transport":0}},"input_tokens":0,"output_tokens":0}},)"
       R"("total":{{"requests":5,"failures":{{"rate_limit":2,"auth":0,"quota":0,"server":1,)"
       R"("transport":0}},"input_tokens":1200,"output_tokens":310}},"models":[{{"model":"gpt-4o","state":"cooling",)"
       R"("until":"2027-01-15T08:00:07Z","resumes_in_ms":7500,"reason":"429"}},{{"model":"o1","state":"probing",)"
       R"("until":null,"resumes_in_ms":0,"reason":"429"}}],"quota":null}},{{"label":"old","fingerprint":"sk-...Wq9z",)"
-      R"("upstream":"https://api.openai.com/v1","state":"disabled","until":null,"resumes_in_ms":0,)"
+      R"("upstream":"https://api.openai.com/v1","serves":null,"state":"disabled","until":null,"resumes_in_ms":0,)"
       R"("reason":"401 \"invalid\\key\"\n","ok":0,"err":0,"last_status":null,"in_flight":0,"websockets":0,"today":{},)"
       R"("total":{},"models":[],"quota":null}}]}}]}})",
       k_version, usage_zero, usage_zero);
