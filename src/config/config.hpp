@@ -86,6 +86,8 @@ struct UpstreamSettings {
   std::optional<std::string> ca_file;
   milliseconds max_wait{0};          // 0: no key now means 503 now
   std::optional<int> max_concurrent; // default for the pool's keys; unset: unlimited
+  // How long a session keeps its key after its last request; 0: no session affinity.
+  milliseconds session_ttl{3'600'000};
   std::optional<ProxySetting> proxy; // unset: the environment decides (config/proxy.hpp)
   // Defaults for the pool's keys (config/model_filter.hpp): unset, every model.
   std::optional<std::vector<std::string>> models;

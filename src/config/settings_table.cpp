@@ -99,6 +99,10 @@ std::vector<Setting> make_table() {
       {"max_concurrent", S::upstream, T::integer, "", true,
        "requests in flight at once per key; a busy key is skipped (unlimited by default)", 1,
        k_max_concurrent_limit, apply_member<&UpstreamSettings::max_concurrent>},
+      {"session_ttl", S::upstream, T::duration, "\"1h\"", true,
+       "how long a tool session keeps its key after its last request (prompt caches are per key); "
+       "\"0s\" turns session affinity off",
+       0, 7 * k_day_ms, apply_member<&UpstreamSettings::session_ttl>},
       {"proxy", S::upstream, T::proxy, "", true,
        "HTTP proxy for every key, http://[user:password@]host[:port]; \"\" for none; unset: "
        "https_proxy / HTTPS_PROXY and no_proxy, as curl reads them, except for loopback upstreams",

@@ -187,4 +187,27 @@ std::optional<std::string> request_model(std::string_view target, std::string_vi
   return model_in_path(target);
 }
 
+std::optional<std::string_view> top_level_string(std::string_view body, std::string_view name) {
+  Scanner scan(body);
+  if (!scan.eat('{') || scan.eat('}')) {
+    return std::nullopt;
+  }
+  // Bounded by the body: each member moves the cursor forward or ends the scan.
+  do {
+    std::string_view key;
+    bool escaped = false;
+    if (!scan.string(key, escaped) || !scan.eat(':')) {
+      return std::nullopt;
+    }
+    if (key == name && !escaped) {
+      std::string_view value;
+      return scan.string(value, escaped) ? std::optional<std::string_view>(value) : std::nullopt;
+    }
+    if (!scan.skip_value()) {
+      return std::nullopt;
+    }
+  } while (scan.eat(','));
+  return std::nullopt;
+}
+
 } // namespace keyshim::policy

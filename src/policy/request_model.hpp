@@ -23,4 +23,10 @@ inline constexpr std::size_t k_model_identity_prefix = 48;
 // of megabytes are skipped through, not parsed.
 std::optional<std::string> request_model(std::string_view target, std::string_view body);
 
+// The raw contents (escapes undecoded) of the body's top-level string member
+// `name`, when the body is a JSON object that has one; nullopt when it has
+// none, the member is not a string, or the body is not JSON. The same one
+// forward pass as request_model, to the member or the end of the body.
+std::optional<std::string_view> top_level_string(std::string_view body, std::string_view name);
+
 } // namespace keyshim::policy

@@ -3,6 +3,7 @@
 #include "util/saturating.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <ctime>
 
 namespace keyshim::pool {
@@ -264,6 +265,11 @@ UsageCounts& HealthCell::today(util::TimePoint now) {
   local.tm_isdst = -1;
   m_day_ends = std::mktime(&local); // -1 on failure: the range is empty, every call asks again
   return health.today;
+}
+
+std::uint64_t HealthCell::next_id() {
+  static std::atomic<std::uint64_t> last{0};
+  return ++last;
 }
 
 } // namespace keyshim::pool

@@ -10,6 +10,7 @@
 #include "pool/saved_health.hpp"
 #include "util/clock.hpp"
 
+#include <cstdint>
 #include <ctime>
 #include <mutex>
 #include <optional>
@@ -27,6 +28,9 @@ enum class Admission {
 
 class HealthCell {
 public:
+  // The key's identity in this process, kept while a reload keeps the cell:
+  // what its sessions are bound to (KeyPool::key_id). Never 0.
+  const std::uint64_t id = next_id();
   mutable std::mutex mutex;
   KeyHealth health;
   ModelTable models;
@@ -60,6 +64,7 @@ public:
   void restore(const SavedKey& saved, util::TimePoint now, milliseconds cap);
 
 private:
+  static std::uint64_t next_id();
   std::optional<util::TimePoint> key_cooling_end(util::TimePoint now);
   void succeed(const std::string* model);
   void fail(util::TimePoint now, const std::string* scoped, const Report& report);

@@ -36,7 +36,8 @@ const char* to_string(KeyState state) {
 }
 
 KeyPool::KeyPool(std::vector<config::KeyConfig> keys, config::Strategy strategy, util::Clock& clock)
-    : m_keys(std::move(keys)), m_strategy(strategy), m_clock(clock) {
+    : m_keys(std::move(keys)), m_strategy(strategy), m_clock(clock),
+      m_sessions(std::make_shared<SessionMap>(k_default_session_ttl)) {
   m_cells.reserve(m_keys.size());
   for (std::size_t i = 0; i < m_keys.size(); ++i) {
     m_cells.push_back(std::make_shared<HealthCell>());
@@ -50,6 +51,8 @@ KeyPool::~KeyPool() = default;
 std::shared_ptr<KeyPool> KeyPool::reloaded(const KeyPool& previous, std::vector<config::KeyConfig> keys,
                                            config::Strategy strategy) {
   auto pool = std::make_shared<KeyPool>(std::move(keys), strategy, previous.m_clock);
+  // Sessions follow their keys: a kept key keeps its cell and so its id.
+  pool->m_sessions = previous.m_sessions;
   // Each previous cell goes to at most one new key, so a file that lists the
   // same key twice does not make two entries share one in-flight count.
   std::vector<bool> taken(previous.m_keys.size(), false);
@@ -74,6 +77,14 @@ const config::KeyConfig& KeyPool::key(std::size_t index) const {
   return m_keys.at(index);
 }
 
+std::uint64_t KeyPool::key_id(std::size_t index) const {
+  return m_cells.at(index)->id;
+}
+
+void KeyPool::set_session_ttl(milliseconds ttl) {
+  m_sessions->set_ttl(ttl);
+}
+
 // What one acquire looks for, and what it learns on the way.
 struct KeyPool::Search {
   util::TimePoint now;
@@ -82,7 +93,7 @@ struct KeyPool::Search {
   bool probe = false; // the chosen key probes `model`
 };
 
-Selection KeyPool::acquire(const std::vector<bool>& excluded, const std::string* model) {
+Selection KeyPool::acquire(const std::vector<bool>& excluded, const std::string* model, Affinity affinity) {
   // Only the event loop selects today; the lock (uncontended, so nearly
   // free) keeps acquire safe from any thread all the same: the round-robin
   // cursor moves past the chosen key in the same critical section that
@@ -91,22 +102,60 @@ Selection KeyPool::acquire(const std::vector<bool>& excluded, const std::string*
   Search search;
   search.now = m_clock.now();
   search.model = model;
-  std::vector<std::size_t> order = candidates(excluded);
-  if (m_strategy != config::Strategy::ordered) {
-    prefer_headroom(order, search.now);
-  }
-  std::optional<std::size_t> chosen = take_first(order, search);
-  if (chosen && m_strategy == config::Strategy::round_robin) {
-    m_cursor = (*chosen + 1) % m_keys.size();
+  // A session's own key leaves the cursor where it is: the cursor spreads
+  // the sessions that choose, and one that keeps its key chooses nothing.
+  std::optional<std::size_t> chosen = take_preferred(excluded, affinity, search);
+  if (!chosen) {
+    std::vector<std::size_t> order = candidates(excluded);
+    if (m_strategy != config::Strategy::ordered) {
+      prefer_headroom(order, search.now);
+    }
+    chosen = take_first(order, search);
+    if (chosen && m_strategy == config::Strategy::round_robin) {
+      m_cursor = (*chosen + 1) % m_keys.size();
+    }
+    if (chosen && affinity.session != 0) {
+      m_sessions->bind(affinity.session, key_id(*chosen), search.now);
+    }
   }
   Selection selection;
   selection.index = chosen;
   selection.probe = chosen && search.probe;
+  selection.key_id = chosen ? key_id(*chosen) : 0;
   if (!chosen) {
     selection.earliest_available = earliest_available(model);
     selection.busy = search.busy;
   }
   return selection;
+}
+
+// The key the request's session used last, taken when it is still eligible
+// (not excluded, cooling, disabled or at max_concurrent). A session whose
+// key is not eligible is served by the strategy and moves to its choice.
+std::optional<std::size_t> KeyPool::take_preferred(const std::vector<bool>& excluded,
+                                                   const Affinity& affinity, Search& search) {
+  std::optional<std::uint64_t> wanted;
+  if (affinity.session != 0) {
+    wanted = m_sessions->find(affinity.session, search.now);
+  } else if (affinity.key != 0 && m_sessions->enabled()) {
+    wanted = affinity.key;
+  }
+  std::optional<std::size_t> index = wanted ? index_of(*wanted) : std::nullopt;
+  if (!index || (*index < excluded.size() && excluded[*index]) || !try_take(*index, search)) {
+    return std::nullopt;
+  }
+  return index;
+}
+
+// A key gone from the file (or a connection's key of another pool) is no
+// key of this pool.
+std::optional<std::size_t> KeyPool::index_of(std::uint64_t key_id) const {
+  for (std::size_t i = 0; i < m_cells.size(); ++i) {
+    if (m_cells[i]->id == key_id) {
+      return i;
+    }
+  }
+  return std::nullopt;
 }
 
 // The keys not excluded, in the order the strategy tries them.
@@ -264,12 +313,18 @@ KeyHealth KeyPool::health(std::size_t index) const {
 }
 
 std::vector<KeySnapshot> KeyPool::snapshot() const {
+  std::vector<std::uint64_t> ids;
+  ids.reserve(m_cells.size());
+  for (const std::shared_ptr<HealthCell>& cell : m_cells) {
+    ids.push_back(cell->id);
+  }
+  std::vector<std::size_t> sessions = m_sessions->count(ids, m_clock.now());
   std::vector<KeySnapshot> out;
   out.reserve(m_keys.size());
   for (std::size_t i = 0; i < m_keys.size(); ++i) {
     const config::KeyConfig& key = m_keys[i];
     out.push_back(
-        KeySnapshot{key.label, key.secret.fingerprint(), key.base_url.text(), health(i), key.models});
+        KeySnapshot{key.label, key.secret.fingerprint(), key.base_url.text(), health(i), key.models, sessions[i]});
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include "config/config.hpp"
 #include "pool/model_health.hpp"
 #include "pool/quota.hpp"
+#include "pool/session_map.hpp"
 #include "util/clock.hpp"
 
 #include <array>
@@ -95,6 +96,7 @@ struct KeySnapshot {
   std::string upstream; // base_url text
   KeyHealth health;
   config::ModelFilter models{}; // which models it serves
+  std::size_t sessions = 0;     // named sessions bound to the key (SessionMap), used within the ttl
 };
 
 struct Counts {
@@ -111,7 +113,20 @@ struct Selection {
   bool busy = false;      // when nothing is eligible: a key was skipped at its max_concurrent, or
                           // its model is being probed by another request
   bool probe = false;     // the chosen key's model cooldown has ended: this request probes it
+  // KeyPool::key_id of the chosen key, 0 when none.
+  std::uint64_t key_id = 0;
 };
+
+// The key a request would rather have, because its tool session used it
+// last (docs/behaviour.md §4): a named session is looked up and bound in the
+// pool's SessionMap; a client connection remembers its key itself.
+struct Affinity {
+  std::uint64_t session = 0; // the named session's identity; 0: none
+  std::uint64_t key = 0;     // else the key_id its connection used last; 0: none
+};
+
+// How long a session is remembered unless the pool file says (session_ttl).
+inline constexpr milliseconds k_default_session_ttl{3'600'000};
 
 class HealthCell;
 struct SavedKey;
@@ -129,16 +144,26 @@ public:
 
   std::size_t size() const;
   const config::KeyConfig& key(std::size_t index) const;
+  // The key's identity, unique in the process and kept by a reload that
+  // keeps the key: what sessions are bound to. Never 0.
+  std::uint64_t key_id(std::size_t index) const;
+  // How long an unused session is remembered; zero turns affinity off. The
+  // pools a reload builds share their predecessor's sessions.
+  void set_session_ttl(milliseconds ttl);
 
   // Pick an eligible key not marked in `excluded` (indexed like the pool;
   // shorter vectors mean "not excluded") by the pool's strategy, count it in
   // flight and stamp its last use. A key with max_concurrent requests in
   // flight is not eligible, nor one that does not serve `model` or is cooling
   // for it (when given), nor one whose model is being probed by another
-  // request. The round-robin cursor moves past the chosen key in the same step.
-  // Round-robin and least-recently-used try keys running low on a provider
-  // limit last (headroom_tier), in their usual order within a tier.
-  Selection acquire(const std::vector<bool>& excluded, const std::string* model = nullptr);
+  // request. The round-robin cursor moves past the chosen key in the same
+  // step. Round-robin and least-recently-used try keys running low on a
+  // provider limit last (headroom_tier), in their usual order within a tier.
+  // With an `affinity`, the key its session used last is taken first when
+  // eligible, and the cursor stays (a pinned session does not push new ones
+  // onto a key); otherwise the strategy's choice becomes the named session's key.
+  Selection acquire(const std::vector<bool>& excluded, const std::string* model = nullptr,
+                    Affinity affinity = {});
   // The request that acquired `index` is done with it; `probed` is the model
   // it was probing (Selection::probe), if any.
   void release(std::size_t index, const std::string* probed = nullptr);
@@ -186,6 +211,9 @@ private:
   std::vector<std::size_t> candidates(const std::vector<bool>& excluded) const;
   void prefer_headroom(std::vector<std::size_t>& order, util::TimePoint now) const;
   std::optional<std::size_t> take_first(const std::vector<std::size_t>& candidates, Search& search);
+  std::optional<std::size_t> take_preferred(const std::vector<bool>& excluded, const Affinity& affinity,
+                                            Search& search);
+  std::optional<std::size_t> index_of(std::uint64_t key_id) const;
   bool try_take(std::size_t index, Search& search);
 
   std::vector<config::KeyConfig> m_keys;
@@ -195,6 +223,7 @@ private:
   util::Clock& m_clock;
   mutable std::mutex m_cursor_mutex;
   std::size_t m_cursor = 0;
+  std::shared_ptr<SessionMap> m_sessions; // shared with the pools reloads make from this one
 };
 
 } // namespace keyshim::pool

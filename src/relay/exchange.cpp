@@ -1,6 +1,8 @@
 #include "relay/exchange.hpp"
 
 #include "policy/request_model.hpp"
+#include "policy/request_session.hpp"
+#include "relay/header_rules.hpp"
 #include "relay/redact.hpp"
 #include "util/duration.hpp"
 #include "util/log.hpp"
@@ -31,6 +33,9 @@ Exchange::Exchange(std::shared_ptr<const PoolState> state, const Route& route, C
   m_request.target(route.target);
   m_model = policy::request_model(m_request.target(), m_request.body());
   m_record.model = m_model.value_or("");
+  if (m_settings->session_ttl.count() > 0) {
+    m_session = policy::request_session(session_header(m_request), m_request.target(), m_request.body());
+  }
 }
 
 void Exchange::start() {
@@ -47,8 +52,9 @@ void Exchange::choose_key() {
   m_phase = Choosing{};
   m_watchdog.stop();
   while (!m_plan.out_of_attempts()) {
-    pool::Selection selection = m_pool->acquire(m_plan.mask(), model());
+    pool::Selection selection = m_pool->acquire(m_plan.mask(), model(), affinity());
     if (selection.index) {
+      m_client->remember_key(selection.key_id);
       attempt(selection);
       return;
     }
@@ -77,6 +83,12 @@ void Exchange::choose_key() {
   // Out of attempts or keys: the last upstream error is the most truthful
   // answer; with none (only transport failures), say what each key got.
   answer(m_plan.final_answer());
+}
+
+// A named session's key is the pool's to remember; without one, the
+// connection's last key is the preference.
+pool::Affinity Exchange::affinity() const {
+  return pool::Affinity{m_session, m_session == 0 ? m_client->last_key() : 0};
 }
 
 void Exchange::attempt(pool::Selection selection) {

@@ -31,6 +31,7 @@
 #include "relay/ws_tunnel.hpp"
 #include "util/clock.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -68,8 +69,14 @@ public:
     return m_piece.get();
   }
 
+  // The key (pool::KeyPool::key_id) the connection's last request took: a
+  // tool that names no session is its connection (docs/behaviour.md §4).
+  std::uint64_t last_key() const { return m_last_key; }
+  void remember_key(std::uint64_t key_id) { m_last_key = key_id; }
+
 private:
   std::unique_ptr<char[]> m_piece;
+  std::uint64_t m_last_key = 0;
 };
 
 // "connect error" / "connect" (chain) for a transport failure.
@@ -161,6 +168,7 @@ private:
            std::string_view relay_body);
   void apply_health(std::size_t key, const policy::Outcome& outcome, const policy::Verdict& verdict);
   const std::string* model() const { return m_model ? &*m_model : nullptr; }
+  pool::Affinity affinity() const;
 
   // ---- waiting for a key (exchange_wait.cpp)
   bool start_waiting(const pool::Selection& selection);
@@ -211,6 +219,7 @@ private:
   pool::KeyPool* m_pool = nullptr;
   ClientRequest m_request;
   std::optional<std::string> m_model; // the model the request asks for, if it names one
+  std::uint64_t m_session = 0;        // the tool session it names (policy::request_session), 0: none
   std::shared_ptr<Downstream> m_client;
   RelayContext& m_context;
   MonoTime m_started;

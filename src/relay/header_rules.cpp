@@ -128,6 +128,18 @@ bool is_websocket_upgrade(const http::request_header<>& request) {
                      [](const auto& field) { return lists_token(field.value(), "websocket"); });
 }
 
+// Claude Code sends the first; Codex the second since 0.171, the third before.
+std::string_view session_header(const http::request_header<>& request) {
+  for (const auto& field : request) {
+    std::string_view name = field.name_string();
+    if (util::iequals(name, "x-claude-code-session-id") || util::iequals(name, "session-id") ||
+        util::iequals(name, "session_id")) {
+      return field.value();
+    }
+  }
+  return {};
+}
+
 bool is_responses_socket(std::string_view target) {
   constexpr std::string_view k_suffix = "/responses";
   std::string_view path = target.substr(0, target.find('?'));

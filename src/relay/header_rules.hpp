@@ -30,6 +30,11 @@ bool is_credential(std::string_view name);
 // not relayed: their Upgrade field is dropped like any hop-by-hop field.
 bool is_websocket_upgrade(const http::request_header<>& request);
 
+// The value of the first field naming the tool session the request belongs
+// to (`X-Claude-Code-Session-Id`, `session-id`, `session_id`, in any case);
+// "" when there is none. One pass over the fields.
+std::string_view session_header(const http::request_header<>& request);
+
 // True for OpenAI's Responses WebSocket (a path ending in /responses): its
 // events are read as they pass (failures, usage), so keyshim asks the
 // upstream for it without permessage-deflate (the client's offer is dropped;

@@ -115,6 +115,8 @@ void key_gauges(std::string& out, const std::vector<PoolReport>& pools, util::Ti
   Family in_flight("keyshim_key_in_flight", "gauge", "Requests using the key now.");
   Family websockets("keyshim_key_websockets", "gauge",
                     "Relayed WebSockets the key opened that are open now.");
+  Family sessions("keyshim_key_sessions", "gauge",
+                  "Tool sessions (by session id) that use the key, within the pool's session_ttl.");
   each_key(pools, [&](const PoolReport& pool, const pool::KeySnapshot& key, const std::string& ids) {
     const pool::KeyHealth& h = key.health;
     up.add(ids, h.state == pool::KeyState::available ? 1 : 0);
@@ -125,12 +127,14 @@ void key_gauges(std::string& out, const std::vector<PoolReport>& pools, util::Ti
     cooldown.add(ids, h.state == pool::KeyState::cooling ? seconds_left(h.until, now) : 0.0);
     in_flight.add(ids, h.in_flight);
     websockets.add(ids, h.websockets);
+    sessions.add(ids, key.sessions);
   });
   up.write_to(out);
   state.write_to(out);
   cooldown.write_to(out);
   in_flight.write_to(out);
   websockets.write_to(out);
+  sessions.write_to(out);
 
   // Only the models in trouble have an entry: cooling ones with their time
   // left, and ones past their cooldown awaiting their probe with 0.

@@ -104,6 +104,7 @@ relay::PoolState ShimServer::load_state(const relay::PoolState* previous) const 
     pools.push_back(
         before ? pool::KeyPool::reloaded(*before->keys, pool.keys, pool.upstream.strategy)
                : std::make_shared<pool::KeyPool>(pool.keys, pool.upstream.strategy, util::system_clock()));
+    pools.back()->set_session_ttl(pool.upstream.session_ttl);
   }
   return relay::PoolState::serving(std::move(config), std::move(pools));
 }

@@ -133,6 +133,7 @@ Json key_json(const pool::KeySnapshot& key, util::TimePoint now) {
       .add("last_status", h.last_status == 0 ? Json() : Json::make_number(h.last_status))
       .add("in_flight", Json::make_number(h.in_flight))
       .add("websockets", Json::make_number(h.websockets))
+      .add("sessions", Json::make_number(key.sessions))
       .add("today", usage_json(h.today))
       .add("total", usage_json(h.total))
       .add("models", models_json(h.models, now))

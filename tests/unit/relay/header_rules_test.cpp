@@ -93,6 +93,21 @@ TEST(HeaderRules, CredentialNamesAreRecognisedInAnyCase) {
 
 // --- upstream_head ----------------------------------------------------------
 
+TEST(HeaderRules, SessionHeadersOfClaudeCodeAndCodexAreFoundInAnyCase) {
+  EXPECT_EQ(session_header(parse_request("POST /v1/messages HTTP/1.1\r\nHost: x\r\n"
+                                         "X-Claude-Code-Session-Id: 6b1e-claude\r\n\r\n")),
+            "6b1e-claude");
+  EXPECT_EQ(session_header(parse_request("GET /v1/responses HTTP/1.1\r\nHost: x\r\n"
+                                         "session-id: 0199-codex\r\nthread-id: t\r\n\r\n")),
+            "0199-codex");
+  EXPECT_EQ(session_header(parse_request("POST /v1/responses HTTP/1.1\r\nHost: x\r\n"
+                                         "Session_ID: 0198-older-codex\r\n\r\n")),
+            "0198-older-codex");
+  EXPECT_EQ(session_header(parse_request("POST /v1/chat HTTP/1.1\r\nHost: x\r\n"
+                                         "x-session-ids: no\r\nsession: no\r\n\r\n")),
+            "");
+}
+
 TEST(UpstreamHead, DropsHopByHopFieldsAndThoseNamedByConnection) {
   auto client = parse_request("POST /v1/chat/completions HTTP/1.1\r\n"
                               "Host: 127.0.0.1:8787\r\n"

@@ -51,6 +51,7 @@ std::vector<PoolReport> reports() {
   team.health.total.output_tokens = 310;
   team.health.total.bytes = 10432;
   team.health.today.requests = 1; // since midnight: counters report the total
+  team.sessions = 3;
   team.health.models = {model("gpt-4o", true, k_now + 7500ms), model("o1", true, k_now - 1s),
                         model("gpt-4o-mini", false, {})};
   pool::KeyQuota quota;
@@ -125,6 +126,9 @@ TEST(Metrics, KeyGaugesShowStateCooldownAndInFlight) {
                                R"(keyshim_key_cooldown_seconds{pool="anthropic",key="old"} 0)"}));
   EXPECT_TRUE(has_lines(text, {R"(keyshim_key_in_flight{pool="openai",key="team"} 1)",
                                R"(keyshim_key_in_flight{pool="openai",key="personal"} 0)"}));
+  EXPECT_TRUE(has_lines(text, {"# TYPE keyshim_key_sessions gauge",
+                               R"(keyshim_key_sessions{pool="openai",key="team"} 3)",
+                               R"(keyshim_key_sessions{pool="openai",key="personal"} 0)"}));
 }
 
 TEST(Metrics, ModelCooldownsListOnlyModelsInTrouble) {
@@ -212,7 +216,7 @@ TEST(Metrics, EveryFamilyIsDeclaredOnceBeforeItsSamples) {
       EXPECT_EQ(line.substr(0, line.find_first_of("{ ")), current) << line;
     }
   }
-  EXPECT_EQ(declared.size(), 19u);
+  EXPECT_EQ(declared.size(), 20u);
 }
 
 TEST(Metrics, HostileLabelsAndModelNamesAreEscaped) {

@@ -42,6 +42,7 @@ std::vector<PoolReport> reports() {
   team.health.total.input_tokens = 1200;
   team.health.total.output_tokens = 310;
   team.health.today.requests = 1;
+  team.sessions = 2;
   pool::ModelHealth cooling;
   cooling.model = "gpt-4o";
   cooling.cooled = true;
@@ -71,14 +72,14 @@ TEST(StatusJson, StatusHasThePinnedShape) {
       R"("route":"/","upstream":"https://api.openai.com/v1","totals":{{"total":2,"available":0,"cooling":1,)"
       R"("disabled":1}},"keys":[{{"label":"team","fingerprint":"sk-...Wq9z","upstream":"https://api.openai.com/v1",)"
       R"("serves":{{"models":["gpt-4o*","o1"],"exclude_models":["gpt-4o-audio*"]}},"state":"cooling","until":"2027-01-15T08:00:20Z","resumes_in_ms":20000,"reason":"429 Retry-After",)"
-      R"("ok":2,"err":3,"last_status":429,"in_flight":1,"websockets":0,"today":{{"requests":1,"failures":{{"rate_limit":0,)"
+      R"("ok":2,"err":3,"last_status":429,"in_flight":1,"websockets":0,"sessions":2,"today":{{"requests":1,"failures":{{"rate_limit":0,)"
       R"("auth":0,"quota":0,"server":0,"transport":0}},"input_tokens":0,"output_tokens":0}},)"
       R"("total":{{"requests":5,"failures":{{"rate_limit":2,"auth":0,"quota":0,"server":1,)"
       R"("transport":0}},"input_tokens":1200,"output_tokens":310}},"models":[{{"model":"gpt-4o","state":"cooling",)"
       R"("until":"2027-01-15T08:00:07Z","resumes_in_ms":7500,"reason":"429"}},{{"model":"o1","state":"probing",)"
       R"("until":null,"resumes_in_ms":0,"reason":"429"}}],"quota":null}},{{"label":"old","fingerprint":"sk-...Wq9z",)"
       R"("upstream":"https://api.openai.com/v1","serves":null,"state":"disabled","until":null,"resumes_in_ms":0,)"
-      R"("reason":"401 \"invalid\\key\"\n","ok":0,"err":0,"last_status":null,"in_flight":0,"websockets":0,"today":{},)"
+      R"("reason":"401 \"invalid\\key\"\n","ok":0,"err":0,"last_status":null,"in_flight":0,"websockets":0,"sessions":0,"today":{},)"
       R"("total":{},"models":[],"quota":null}}]}}]}})",
       k_version, usage_zero, usage_zero);
   EXPECT_EQ(status_json(reports(), k_now, info), expected);
