@@ -201,6 +201,7 @@ SavedKey HealthCell::save(util::TimePoint now) {
   saved.today = today(now);
   saved.usage_day = health.usage_day;
   saved.total = health.total;
+  saved.quota = health.quota;
   for (const ModelHealth& entry : models.entries()) {
     if (entry.cooling(now)) {
       saved.models.push_back({entry.model, entry.until, entry.reason,
@@ -218,6 +219,7 @@ void HealthCell::restore(const SavedKey& saved, util::TimePoint now, millisecond
   health.today = saved.today; // today() starts from zero when that day is over
   health.consecutive_failures = saved.streaks.failures;
   health.consecutive_rate_limits = saved.streaks.rate_limits;
+  health.quota = saved.quota;
   const util::TimePoint latest = now + cap;
   if (saved.state == KeyState::disabled) {
     health.state = KeyState::disabled;

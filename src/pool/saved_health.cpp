@@ -97,6 +97,56 @@ std::vector<SavedModel> models_from(const Json* json) {
   return models;
 }
 
+Json quota_json(const KeyQuota& quota) {
+  Json kinds = Json::make_object();
+  for (std::size_t i = 0; i < k_quota_kinds; ++i) {
+    const QuotaFigures& figures = quota.kinds[i];
+    if (!figures.limit && !figures.remaining && !figures.reset) {
+      continue;
+    }
+    Json item = Json::make_object();
+    if (figures.limit) {
+      item.add("limit", Json::make_number(*figures.limit));
+    }
+    if (figures.remaining) {
+      item.add("remaining", Json::make_number(*figures.remaining));
+    }
+    if (figures.reset) {
+      item.add("reset_ms", time_json(*figures.reset));
+    }
+    kinds.add(to_string(static_cast<QuotaKind>(i)), std::move(item));
+  }
+  Json out = Json::make_object();
+  out.add("reported_ms", time_json(quota.reported));
+  out.add("kinds", std::move(kinds));
+  return out;
+}
+
+std::optional<std::uint64_t> optional_count(const Json& object, std::string_view name) {
+  const Json* value = object.find(name);
+  return value ? value->as_unsigned() : std::nullopt;
+}
+
+std::optional<KeyQuota> quota_from(const Json* json) {
+  const Json* kinds = json ? json->find("kinds") : nullptr;
+  if (kinds == nullptr) {
+    return std::nullopt;
+  }
+  KeyQuota quota;
+  quota.reported = time_at(*json, "reported_ms");
+  for (std::size_t i = 0; i < k_quota_kinds; ++i) {
+    if (const Json* item = kinds->find(to_string(static_cast<QuotaKind>(i)))) {
+      QuotaFigures& figures = quota.kinds[i];
+      figures.limit = optional_count(*item, "limit");
+      figures.remaining = optional_count(*item, "remaining");
+      if (item->find("reset_ms") != nullptr) {
+        figures.reset = time_at(*item, "reset_ms");
+      }
+    }
+  }
+  return quota;
+}
+
 } // namespace
 
 util::Json to_json(const SavedKey& key) {
@@ -120,6 +170,9 @@ util::Json to_json(const SavedKey& key) {
     models.push_back(streaks_into(std::move(item), model.streaks));
   }
   out.add("models", std::move(models));
+  if (key.quota) {
+    out.add("quota", quota_json(*key.quota));
+  }
   return out;
 }
 
@@ -142,6 +195,7 @@ std::optional<SavedKey> saved_key_from_json(const util::Json& json) {
   key.today = counts_from(json.find("today"));
   key.total = counts_from(json.find("total"));
   key.models = models_from(json.find("models"));
+  key.quota = quota_from(json.find("quota"));
   return key;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // What a restart keeps of one key's health: a cooling and why, a disabled
 // key and why, its models' coolings, the streaks the next backoff grows
-// from, and its usage counts. Named by the key's fingerprint, never its
+// from, its usage counts and the quota its provider last reported. Named by the key's fingerprint, never its
 // bytes. KeyPool::save writes these and KeyPool::restore reads them back;
 // the server keeps them in the state file (docs/behaviour.md §12).
 #include "pool/key_pool.hpp"
@@ -32,6 +32,7 @@ struct SavedKey {
   UsageCounts today;
   UsageCounts total;
   std::vector<SavedModel> models; // cooling models only
+  std::optional<KeyQuota> quota;  // the limits the provider last reported
 };
 
 util::Json to_json(const SavedKey& key);

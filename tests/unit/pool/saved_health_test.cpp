@@ -108,3 +108,33 @@ TEST_F(SavedHealthTest, ADamagedEntryIsRefusedOrBounded) {
 
 } // namespace
 } // namespace keyshim::pool
+
+namespace keyshim::pool {
+namespace {
+
+TEST_F(SavedHealthTest, TheQuotaAProviderLastReportedComesBack) {
+  Report report = test::success(200);
+  QuotaReport quota;
+  quota.quota.reported = m_clock.now();
+  quota.quota.kinds.at(static_cast<std::size_t>(QuotaKind::requests)) =
+      QuotaFigures{500, 12, m_clock.now() + 30s};
+  quota.quota.kinds.at(static_cast<std::size_t>(QuotaKind::tokens)) = QuotaFigures{90'000, std::nullopt, {}};
+  report.quota = quota;
+  m_before.report(0, nullptr, report);
+  KeyPool after{make_keys({"a"}), Strategy::ordered, m_clock};
+  after.restore(through_json(m_before), 24h);
+  std::optional<KeyQuota> back = after.health(0).quota;
+  ASSERT_TRUE(back);
+  const QuotaFigures& requests = back->kinds.at(static_cast<std::size_t>(QuotaKind::requests));
+  EXPECT_EQ(requests.limit, 500u);
+  EXPECT_EQ(requests.remaining, 12u);
+  EXPECT_EQ(requests.reset, m_clock.now() + 30s);
+  const QuotaFigures& tokens = back->kinds.at(static_cast<std::size_t>(QuotaKind::tokens));
+  EXPECT_EQ(tokens.limit, 90'000u);
+  EXPECT_FALSE(tokens.remaining);
+  EXPECT_FALSE(tokens.reset);
+  EXPECT_FALSE(after.health(0).quota->kinds.at(static_cast<std::size_t>(QuotaKind::unified)).limit);
+}
+
+} // namespace
+} // namespace keyshim::pool
