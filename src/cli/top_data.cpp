@@ -64,7 +64,8 @@ std::vector<ModelRow> models_of(const util::Json& models) {
 }
 
 // The shapes are documented at read_snapshot: a quota counts down what is
-// left, a budget counts up what is used; both become "used of limit".
+// left, a budget counts up what is used; both become "used of limit". A
+// quota kind without both figures has no bar.
 std::vector<Gauge> gauges_of(const util::Json& key) {
   std::vector<Gauge> out;
   for (const auto& [name, window] : member(key, "quota").members()) {
@@ -72,7 +73,7 @@ std::vector<Gauge> gauges_of(const util::Json& key) {
     double limit = member(window, "limit").as_number();
     if (remaining && remaining->is_number() && limit > 0) {
       out.push_back({"quota", printable(name), std::max(0.0, limit - remaining->as_number()), limit,
-                     millis_of(window, "reset_in_ms", -1)});
+                     millis_of(window, "resets_in_ms", -1)});
     }
   }
   for (const util::Json& budget : member(key, "limits").items()) {

@@ -102,10 +102,11 @@ struct Snapshot {
 // The /status answer as top shows it. Text that came from the pool file or
 // an upstream has its control characters replaced, so it cannot move the
 // cursor. Quotas and budgets are read from these shapes, each optional:
-//   "quota":  {"requests": {"remaining": 40, "limit": 100, "reset_in_ms": 30000},
-//              "tokens": {...}}                          (remaining of limit)
+//   "quota":  {"requests": {"limit": 100, "remaining": 40, "resets_in_ms": 30000},
+//              "tokens": {...}}    (the provider's reported rate limits; any
+//                                   figure may be null)
 //   "limits": [{"name": "daily", "used": 2, "limit": 10, "resets_in_ms": 3600000}]
-//                                                        (a budget: used of limit)
+//                                  (the key's own budgets: used of limit)
 Snapshot read_snapshot(const util::Json& status);
 
 // Requests per minute per key: the change of its request counter (since

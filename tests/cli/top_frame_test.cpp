@@ -35,7 +35,9 @@ constexpr const char* k_status = R"({
                   "output_tokens": 345},
         "total": {"requests": 130, "failures": {"rate_limit": 4}, "input_tokens": 99000, "output_tokens": 3000},
         "models": [{"model": "gpt-4o", "state": "cooling", "resumes_in_ms": 7000, "reason": "429"}],
-        "quota": {"requests": {"remaining": 70, "limit": 100, "reset_in_ms": 30000}},
+        "quota": {"requests": {"limit": 100, "remaining": 70, "reset": "2027-01-15T08:00:30Z",
+                               "resets_in_ms": 30000},
+                  "tokens": {"limit": null, "remaining": 5000, "reset": null, "resets_in_ms": null}},
         "limits": [{"name": "daily", "used": 2, "limit": 10, "resets_in_ms": 3600000}]},
        {"label": "personal", "fingerprint": "sk-...Ab12", "upstream": "https://api.openai.com/v1",
         "state": "available", "resumes_in_ms": 0, "reason": null, "ok": 3, "err": 0, "last_status": 200,
@@ -174,6 +176,7 @@ TEST(TopFrame, QuotasAndBudgetsAreBarsUnderTheirKeyOnlyWhenReported) {
   std::vector<std::string> lines = frame(snapshot(), Ui{});
   EXPECT_FALSE(line_with(lines, {"    quota requests [###-------] 70 of 100 left"}).empty()) << joined(lines);
   EXPECT_FALSE(line_with(lines, {"budget daily [##--------] 2 of 10 used"}).empty()) << joined(lines);
+  EXPECT_EQ(joined(lines).find("quota tokens"), std::string::npos) << "no bar without a limit";
   EXPECT_EQ(joined(lines).find("quota", joined(lines).find("personal")), std::string::npos)
       << "no bar for a key without them";
 }
@@ -300,6 +303,7 @@ TEST(TopInput, EnterShowsTheSelectedKeyWholeAndEscGoesBack) {
   EXPECT_NE(all.find("14 requests, 12.0k tokens in, 345 out; failed: rate_limit 2"), std::string::npos)
       << all;
   EXPECT_NE(all.find("gpt-4o cooling, resumes in 7s: 429"), std::string::npos) << all;
+  EXPECT_NE(all.find("requests [######--------------] 70 of 100 left, resets in 30s"), std::string::npos) << all;
   EXPECT_NE(all.find("recent requests"), std::string::npos) << all;
   EXPECT_NE(all.find("Esc back"), std::string::npos) << all;
   handle_input(ui, {Press::escape}, shown_keys(s, ui));
