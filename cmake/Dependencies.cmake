@@ -26,6 +26,18 @@ pkg_check_modules(BROTLIDEC REQUIRED IMPORTED_TARGET libbrotlidec)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 # Tests compress their own brotli samples.
 pkg_check_modules(BROTLIENC REQUIRED IMPORTED_TARGET libbrotlienc)
+# keyshim top draws on the terminal with ncurses (Debian's libncurses-dev),
+# its wide build so UTF-8 labels show as characters; CMake's FindCurses
+# also finds macOS's. Only cli/ links and includes it.
+set(CURSES_NEED_NCURSES TRUE)
+set(CURSES_NEED_WIDE TRUE)
+find_package(Curses REQUIRED)
+add_library(keyshim_curses INTERFACE)
+target_include_directories(keyshim_curses SYSTEM INTERFACE ${CURSES_INCLUDE_DIRS})
+target_compile_options(keyshim_curses INTERFACE ${CURSES_CFLAGS})
+# Functions instead of curses.h's macros: its move(y, x) would rewrite std::move.
+target_compile_definitions(keyshim_curses INTERFACE NCURSES_NOMACROS)
+target_link_libraries(keyshim_curses INTERFACE ${CURSES_LIBRARIES})
 # Socket activation (sd_listen_fds) and readiness (sd_notify) under systemd;
 # macOS has launchd's own calls instead.
 if(CMAKE_SYSTEM_NAME STREQUAL "Linux")

@@ -106,7 +106,7 @@ else()
   # Without dpkg-dev, the Debian 12 runtime packages of what
   # cmake/Dependencies.cmake links (CLI11 is header-only).
   set(CPACK_DEBIAN_PACKAGE_DEPENDS
-      "libc6, libstdc++6, libcpp-httplib0.11, libssl3, libfmt9, libtomlplusplus3, libsystemd0")
+      "libc6, libstdc++6, libcpp-httplib0.11, libssl3, libfmt9, libtomlplusplus3, libsystemd0, libncursesw6, libtinfo6")
 endif()
 
 include(CPack)

@@ -31,6 +31,7 @@ Subcommand add_service(CLI::App& parent);
 Subcommand add_env(CLI::App& parent);
 Subcommand add_run(CLI::App& parent);
 Subcommand add_status(CLI::App& parent);
+Subcommand add_top(CLI::App& parent);
 Subcommand add_reload(CLI::App& parent);
 Subcommand add_demo(CLI::App& parent);
 

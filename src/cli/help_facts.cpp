@@ -27,7 +27,8 @@ const std::vector<HelpFact>& environment_variables() {
       {"https_proxy, HTTPS_PROXY",
        "an HTTP proxy for https:// upstreams of a pool without a `proxy` setting, read as curl reads them"},
       {"no_proxy, NO_PROXY", "hosts reached without that proxy, as curl reads them"},
-      {"NO_COLOR", "when set and not empty, `keyshim status` prints without colour"},
+      {"NO_COLOR", "when set and not empty, `keyshim status` and `keyshim top` print without colour"},
+      {"TERM", "the terminal `keyshim top` draws on (through ncurses' terminfo)"},
       {"LISTEN_FDS, LISTEN_PID",
        "set by systemd's socket activation: `keyshim serve` serves the passed loopback socket instead of "
        "binding its own, and removes both before any key_cmd runs"},

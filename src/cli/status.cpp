@@ -2,7 +2,6 @@
 // print it for a person (or, with --json, exactly as /status answered).
 #include "cli/commands.hpp"
 #include "cli/status_table.hpp"
-#include "config/loader.hpp"
 
 #include <fmt/format.h>
 
@@ -19,40 +18,8 @@ struct StatusFlags {
   bool json = false;
 };
 
-// The pool file gives the address and the client_token; --listen overrides
-// the address but the token still comes from the file when it can be read,
-// so `status --listen` works against an instance that requires one.
-InstanceAddress locate(const StatusFlags& flags) {
-  std::string path = resolve_config_path(flags.config);
-  config::LoadResult loaded = config::load_pool_file(path, config::SecretResolution::skip);
-  InstanceAddress instance;
-  if (loaded.ok()) {
-    instance = instance_of(*loaded.config);
-  }
-  if (!flags.listen.empty()) {
-    std::string error;
-    std::optional<config::ListenAddress> listen = config::parse_listen_address(flags.listen, error);
-    if (!listen) {
-      throw std::runtime_error(fmt::format("--listen {}: {}", flags.listen, error));
-    }
-    instance.listen = *listen;
-    return instance;
-  }
-  if (!loaded.ok()) {
-    // serve falls back to the same address when its file is unusable, so
-    // this still finds an instance started from a broken file.
-    std::string error;
-    instance.listen = *config::parse_listen_address(k_default_listen, error);
-    fmt::print(stderr,
-               "keyshim: {}: cannot use this pool file, so asking the default address {} (run "
-               "`keyshim check -c {}` to see why, or pass --listen)\n",
-               path, k_default_listen, path);
-  }
-  return instance;
-}
-
 int run_status(const StatusFlags& flags) {
-  StatusAnswer answer = fetch_status(locate(flags));
+  StatusAnswer answer = fetch_status(locate_instance(flags.config, flags.listen));
   if (!answer.ok()) {
     throw std::runtime_error(answer.error);
   }

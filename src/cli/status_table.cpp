@@ -1,5 +1,7 @@
 #include "cli/status_table.hpp"
 
+#include "cli/commands.hpp"
+#include "config/loader.hpp"
 #include "server/local_client.hpp"
 #include "util/duration.hpp"
 
@@ -13,6 +15,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
+#include <stdexcept>
 #include <vector>
 
 namespace keyshim::cli {
@@ -27,18 +30,6 @@ constexpr std::size_t k_columns = 9;
 using Row = std::array<std::string, k_columns>;
 using UsageRow = Row; // LABEL, then requests, failures, tokens in and out: today, since start
 constexpr std::size_t k_state_column = 2;
-
-// Labels come from the user's file and reasons partly from upstream answers:
-// neither may move the cursor or recolour the terminal.
-std::string printable(std::string text) {
-  for (char& c : text) {
-    auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7f) {
-      c = '?';
-    }
-  }
-  return text;
-}
 
 // The problem text spans lines (one per problem in the file): keep them,
 // indented under "problem:".
@@ -248,6 +239,18 @@ StatusAnswer failure(StatusAnswer answer, std::string error) {
 
 } // namespace
 
+// Labels come from the user's file and reasons partly from upstream answers:
+// neither may move the cursor or recolour the terminal.
+std::string printable(std::string text) {
+  for (char& c : text) {
+    auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      c = '?';
+    }
+  }
+  return text;
+}
+
 InstanceAddress instance_of(const config::Config& config) {
   InstanceAddress instance;
   instance.listen = config.server.listen;
@@ -255,6 +258,41 @@ InstanceAddress instance_of(const config::Config& config) {
     instance.client_token = config.server.client_token->reveal();
   }
   instance.config_path = config.path;
+  return instance;
+}
+
+// The pool file gives the address and the client_token; --listen overrides
+// the address but the token still comes from the file when it can be read,
+// so `status --listen` works against an instance that requires one.
+// --listen overrides the address but the token still comes from the file
+// when it can be read, so `status --listen` works against an instance that
+// requires one.
+InstanceAddress locate_instance(const std::string& config_flag, const std::string& listen_flag) {
+  std::string path = resolve_config_path(config_flag);
+  config::LoadResult loaded = config::load_pool_file(path, config::SecretResolution::skip);
+  InstanceAddress instance;
+  if (loaded.ok()) {
+    instance = instance_of(*loaded.config);
+  }
+  if (!listen_flag.empty()) {
+    std::string error;
+    std::optional<config::ListenAddress> listen = config::parse_listen_address(listen_flag, error);
+    if (!listen) {
+      throw std::runtime_error(fmt::format("--listen {}: {}", listen_flag, error));
+    }
+    instance.listen = *listen;
+    return instance;
+  }
+  if (!loaded.ok()) {
+    // serve falls back to the same address when its file is unusable, so
+    // this still finds an instance started from a broken file.
+    std::string error;
+    instance.listen = *config::parse_listen_address(k_default_listen, error);
+    fmt::print(stderr,
+               "keyshim: {}: cannot use this pool file, so asking the default address {} (run "
+               "`keyshim check -c {}` to see why, or pass --listen)\n",
+               path, k_default_listen, path);
+  }
   return instance;
 }
 

@@ -23,6 +23,12 @@ struct InstanceAddress {
 // The address and client_token of the instance serving `config`.
 InstanceAddress instance_of(const config::Config& config);
 
+// Where the instance of `status` and `top` is: the pool file named by
+// `config_flag` (or the default one) gives the address and the
+// client_token; `listen_flag` ("" for none) overrides the address only.
+// Throws std::runtime_error for a bad --listen.
+InstanceAddress locate_instance(const std::string& config_flag, const std::string& listen_flag);
+
 // A GET /status answer, or why there is none.
 struct StatusAnswer {
   int http_status = 0;            // 0 when nothing answered
@@ -41,6 +47,10 @@ StatusAnswer fetch_status(const InstanceAddress& instance);
 // A whole-number member of `object` (JSON numbers are doubles), `fallback`
 // when absent or not a number.
 long long json_integer(const util::Json& object, std::string_view name, long long fallback = 0);
+
+// `text` with its control characters replaced by '?': a label from the pool
+// file or a reason from an upstream cannot move the cursor or recolour.
+std::string printable(std::string text);
 
 // "keyshim 0.1.0 on 127.0.0.1:8787, pid 4242, pool file /home/u/.config/keyshim/keys.toml".
 std::string render_status_heading(const util::Json& status);

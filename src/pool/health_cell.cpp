@@ -118,6 +118,9 @@ Streaks HealthCell::apply(util::TimePoint now, const std::string* model, const R
   if (report.quota) {
     note_quota(now, model, *report.quota);
   }
+  if (report.change != Change::success && report.change != Change::none) {
+    health.last_error = LastError{report.status, report.reason, now};
+  }
   return streaks(scoped);
 }
 

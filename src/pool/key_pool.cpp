@@ -323,8 +323,8 @@ std::vector<KeySnapshot> KeyPool::snapshot() const {
   out.reserve(m_keys.size());
   for (std::size_t i = 0; i < m_keys.size(); ++i) {
     const config::KeyConfig& key = m_keys[i];
-    out.push_back(
-        KeySnapshot{key.label, key.secret.fingerprint(), key.base_url.text(), health(i), key.models, sessions[i]});
+    out.push_back(KeySnapshot{key.label, key.secret.fingerprint(), key.base_url.text(), health(i), key.models,
+                              sessions[i], key.max_concurrent});
   }
   return out;
 }

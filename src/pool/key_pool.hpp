@@ -40,6 +40,14 @@ struct UsageCounts {
   std::uint64_t bytes = 0; // response body bytes relayed to clients from the commit point on
 };
 
+// The latest attempt that went wrong for the key: what `keyshim top` shows
+// beside the key, with its time, long after the state it caused has passed.
+struct LastError {
+  int status = 0;     // 0 for a transport failure
+  std::string reason; // the verdict's: "429 Retry-After", "connect timeout"
+  util::TimePoint at{};
+};
+
 struct KeyHealth {
   KeyState state = KeyState::available; // cooling whose end has passed reads as available
   util::TimePoint until{};              // end of cooling
@@ -57,6 +65,8 @@ struct KeyHealth {
   int usage_day = 0;               // the local day `today` counts: year * 1000 + day of the year
   std::vector<ModelHealth> models; // models in trouble on this key
   std::optional<KeyQuota> quota;   // the limits the provider last reported, if it ever did
+  // The latest failed attempt, kept after the state it caused has passed.
+  std::optional<LastError> last_error;
 };
 
 // The failure streaks that set the next backoff: the key's, or one model's on it.
@@ -97,6 +107,7 @@ struct KeySnapshot {
   KeyHealth health;
   config::ModelFilter models{}; // which models it serves
   std::size_t sessions = 0;     // named sessions bound to the key (SessionMap), used within the ttl
+  int max_concurrent = 0;       // 0: unlimited
 };
 
 struct Counts {

@@ -7,8 +7,10 @@ namespace keyshim::relay {
 void WaitRoom::enter(Place& place, const std::shared_ptr<Waiter>& waiter) {
   if (place.number == 0) {
     place.number = m_next_number++;
+    place.since = m_clock.now();
   }
-  m_pools[place.pool][place.lane].emplace(place.number, waiter); // keeps an entry already there
+  // emplace keeps an entry already there.
+  m_pools[place.pool][place.lane].emplace(place.number, Entry{waiter, place.since});
 }
 
 void WaitRoom::leave(const Place& place) {
@@ -75,7 +77,7 @@ void WaitRoom::serve(const std::string& pool) {
       return;
     }
     const std::uint64_t number = oldest->begin()->first;
-    std::shared_ptr<Waiter> waiter = oldest->begin()->second.lock();
+    std::shared_ptr<Waiter> waiter = oldest->begin()->second.waiter.lock();
     if (!waiter || waiter->retry()) {
       oldest->erase(number); // by number: the retry may have left already
     } else if (oldest->count(number) != 0) {
@@ -111,7 +113,7 @@ void WaitRoom::close_all() {
   for (auto& [pool, lanes] : m_pools) {
     for (auto& [name, lane] : lanes) {
       for (auto& [number, entry] : lane) {
-        if (std::shared_ptr<Waiter> waiter = entry.lock()) {
+        if (std::shared_ptr<Waiter> waiter = entry.waiter.lock()) {
           everyone.push_back(std::move(waiter));
         }
       }
@@ -132,6 +134,30 @@ std::size_t WaitRoom::waiting(const std::string& pool) const {
     }
   }
   return count;
+}
+
+WaitRoom::Queue WaitRoom::queue(const std::string& pool) const {
+  Queue out;
+  auto found = m_pools.find(pool);
+  if (found == m_pools.end()) {
+    return out;
+  }
+  // The lowest number entered first: the head of some lane.
+  const Entry* oldest = nullptr;
+  std::uint64_t oldest_number = 0;
+  for (const auto& [name, lane] : found->second) {
+    out.waiting += lane.size();
+    if (!lane.empty() && (!oldest || lane.begin()->first < oldest_number)) {
+      oldest = &lane.begin()->second;
+      oldest_number = lane.begin()->first;
+    }
+  }
+  if (oldest) {
+    out.oldest =
+        std::max(std::chrono::milliseconds(0),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(m_clock.now() - oldest->since));
+  }
+  return out;
 }
 
 } // namespace keyshim::relay

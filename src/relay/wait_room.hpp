@@ -16,6 +16,9 @@
 // every lane's head found no key. So a release asks at most (waiters served + lanes)
 // waiters, and a waiter for model A never holds up one for model B whose key
 // is free. Event-loop thread only.
+#include "util/clock.hpp"
+
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -37,16 +40,29 @@ public:
 
 class WaitRoom {
 public:
-  // Where a waiter stands: its pool, its lane (the model it asks for) and its
-  // number in arrival order (0 until it first enters).
+  using MonoTime = std::chrono::steady_clock::time_point;
+
+  // Where a waiter stands: its pool, its lane (the model it asks for), its
+  // number in arrival order (0 until it first enters) and when it first
+  // entered.
   struct Place {
     std::string pool;
     std::string lane;
     std::uint64_t number = 0;
+    MonoTime since{};
   };
 
+  // A pool's queue as /status reports it.
+  struct Queue {
+    std::size_t waiting = 0;
+    std::chrono::milliseconds oldest{0}; // how long the first to enter has waited
+  };
+
+  // `clock` stamps a waiter's first entry (the relay's monotonic clock).
+  explicit WaitRoom(const util::MonoClock& clock = util::steady_clock()) : m_clock(clock) {}
+
   // `waiter` waits at `place`. The first entry gives the place its number,
-  // behind everyone already waiting; entering again (a request that waits
+  // behind everyone already waiting, and its time; entering again (a request that waits
   // once more after an attempt) keeps that number, so its age counts.
   void enter(Place& place, const std::shared_ptr<Waiter>& waiter);
   // The waiter at `place` stops waiting (it hung up, timed out or got a
@@ -66,15 +82,23 @@ public:
   bool closed() const { return m_closed; }
 
   std::size_t waiting(const std::string& pool) const;
+  // How many wait in `pool` and for how long the oldest has: a look at the
+  // head of each lane, never a walk of the queue.
+  Queue queue(const std::string& pool) const;
   bool empty() const { return m_pools.empty(); }
 
 private:
-  using Lane = std::map<std::uint64_t, std::weak_ptr<Waiter>>; // by number: the oldest first
+  struct Entry {
+    std::weak_ptr<Waiter> waiter;
+    MonoTime since;
+  };
+  using Lane = std::map<std::uint64_t, Entry>; // by number: the oldest first
   using Lanes = std::map<std::string, Lane>;
 
   void serve(const std::string& pool);
   void prune(const std::string& pool);
 
+  const util::MonoClock& m_clock;
   std::map<std::string, Lanes> m_pools;
   std::uint64_t m_next_number = 1;
   bool m_waking = false;              // a wake is running: a nested one is queued

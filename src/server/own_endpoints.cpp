@@ -136,8 +136,8 @@ std::optional<relay::Answer> unservable(const Asked& asked, const relay::PoolSta
 } // namespace
 
 OwnEndpoints::OwnEndpoints(std::string config_path, const PublishedState& published,
-                           const config::ListenAddress& listen)
-    : m_config_path(std::move(config_path)), m_published(published), m_listen(listen) {
+                           const config::ListenAddress& listen, const relay::WaitRoom& waits)
+    : m_config_path(std::move(config_path)), m_published(published), m_listen(listen), m_waits(waits) {
 }
 
 // The order is the contract: the guards before anything, the open endpoints
@@ -165,7 +165,13 @@ relay::Answer OwnEndpoints::instance_report(std::string_view path, const relay::
                     m_listen.text()};
   util::TimePoint now = util::system_clock().now();
   if (path == "/status") {
-    return json(200, status_json(pool_reports(state), now, info));
+    std::vector<PoolReport> pools = pool_reports(state);
+    for (PoolReport& pool : pools) {
+      relay::WaitRoom::Queue queue = m_waits.queue(pool.name);
+      pool.waiting = queue.waiting;
+      pool.oldest_wait = queue.oldest;
+    }
+    return json(200, status_json(pools, now, info));
   }
   relay::Answer answer;
   answer.status = 200;

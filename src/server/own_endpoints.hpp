@@ -8,6 +8,7 @@
 #include "relay/answers.hpp"
 #include "relay/beast.hpp"
 #include "relay/pool_state.hpp"
+#include "relay/wait_room.hpp"
 
 #include <optional>
 #include <string>
@@ -20,8 +21,9 @@ class OwnEndpoints {
 public:
   // /status and /metrics name `config_path`, the generation `published`
   // counts and `listen`, read at each request: the server fixes it before
-  // it serves.
-  OwnEndpoints(std::string config_path, const PublishedState& published, const config::ListenAddress& listen);
+  // it serves. /status reports each pool's queue in `waits`.
+  OwnEndpoints(std::string config_path, const PublishedState& published, const config::ListenAddress& listen,
+               const relay::WaitRoom& waits);
 
   // keyshim's own answer to this request, or nullopt to relay it. `state` is
   // the snapshot the request is served from.
@@ -35,6 +37,7 @@ private:
   std::string m_config_path;
   const PublishedState& m_published;
   const config::ListenAddress& m_listen;
+  const relay::WaitRoom& m_waits;
 };
 
 } // namespace keyshim::server

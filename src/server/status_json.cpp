@@ -116,6 +116,20 @@ Json serves_json(const config::ModelFilter& filter) {
   return out;
 }
 
+// The key's latest failed attempt and how long ago it was, null when none
+// failed since keyshim started.
+Json last_error_json(const std::optional<pool::LastError>& last, util::TimePoint now) {
+  if (!last) {
+    return Json();
+  }
+  Json out;
+  out.add("status", last->status == 0 ? Json() : Json::make_number(last->status))
+      .add("reason", text(last->reason))
+      .add("at", text(rfc3339_utc(last->at)))
+      .add("ago_ms", Json::make_number(std::max(0LL, -ms_until(last->at, now))));
+  return out;
+}
+
 Json key_json(const pool::KeySnapshot& key, util::TimePoint now) {
   const pool::KeyHealth& h = key.health;
   bool cooling = h.state == pool::KeyState::cooling;
@@ -131,7 +145,9 @@ Json key_json(const pool::KeySnapshot& key, util::TimePoint now) {
       .add("ok", Json::make_number(h.ok_count))
       .add("err", Json::make_number(h.error_count))
       .add("last_status", h.last_status == 0 ? Json() : Json::make_number(h.last_status))
+      .add("last_error", last_error_json(h.last_error, now))
       .add("in_flight", Json::make_number(h.in_flight))
+      .add("max_concurrent", key.max_concurrent > 0 ? Json::make_number(key.max_concurrent) : Json())
       .add("websockets", Json::make_number(h.websockets))
       .add("sessions", Json::make_number(key.sessions))
       .add("today", usage_json(h.today))
@@ -217,6 +233,8 @@ std::string status_json(const std::vector<PoolReport>& pools, util::TimePoint no
         .add("route", text(pool.route))
         .add("upstream", text(pool.upstream))
         .add("totals", counts_json(pool.counts))
+        .add("waiting", Json::make_number(pool.waiting))
+        .add("oldest_wait_ms", Json::make_number(pool.oldest_wait.count()))
         .add("keys", std::move(keys));
     list.push_back(std::move(entry));
   }

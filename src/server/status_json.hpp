@@ -16,6 +16,8 @@ struct PoolReport {
   std::string upstream; // the pool's base_url
   std::vector<pool::KeySnapshot> keys;
   pool::Counts counts;
+  std::size_t waiting = 0;                  // requests in its wait room (max_wait) now
+  std::chrono::milliseconds oldest_wait{0}; // how long the first of them has waited
 };
 
 // Every pool of `state`, in the file's order (none when it is unusable).
@@ -44,9 +46,12 @@ struct InstanceInfo {
 };
 
 // {"version":..,"pid":..,"generation":..,"listen":..,"config":..,"problem":..,
-//  "totals":{..},"pools":[{"name","route","upstream","totals":{..},"keys":[{label,
-//  fingerprint, upstream, serves (null, or {models, exclude_models}), state, until,
-//  resumes_in_ms, reason, ok, err, last_status, in_flight, today:{usage}, total:{usage}}]}]}
+//  "totals":{..},"pools":[{"name","route","upstream","totals":{..},"waiting",
+//  "oldest_wait_ms","keys":[{label, fingerprint, upstream, serves (null, or
+//  {models, exclude_models}), state, until, resumes_in_ms, reason, ok, err,
+//  last_status, last_error (null or {status, reason, at, ago_ms}), in_flight,
+//  max_concurrent (null: unlimited), websockets, today:{usage}, total:{usage},
+//  models, quota}]}]}
 std::string status_json(const std::vector<PoolReport>& pools, util::TimePoint now, const InstanceInfo& info);
 
 // "2026-11-29T21:40:01Z".

@@ -84,6 +84,11 @@ expect 1 'src/pool/x.cpp:1: includes <nlohmann/json.hpp> (layer pool may not inc
   "nlohmann-json stays in util"
 
 clean_tree
+put src/relay/screen.cpp '#include <curses.h>'
+expect 1 'src/relay/screen.cpp:1: includes <curses.h> (layer relay may not include ncurses; only cli/ may)' \
+  "ncurses stays in cli"
+
+clean_tree
 put tests/unit/pool/q_test.cpp '#include "policy/q.hpp"'
 expect 1 'tests/unit/pool/q_test.cpp:1: includes "policy/q.hpp" (test suite unit/pool links util, config, pool; it may not include layer policy)' \
   "a test includes only the layers its suite links"

@@ -177,6 +177,30 @@ TEST_F(KeyPoolReportTest, EveryReportCountsOneAttemptAndItsFailureClass) {
   EXPECT_EQ(failures_of(m_pool.health(1).total, FailureClass::auth), 1u);
 }
 
+// keyshim top shows a key's last error with its time, after the cooldown it
+// caused has ended and successes followed; a relayed 4xx is no error of the key.
+TEST_F(KeyPoolReportTest, TheLastErrorKeepsItsStatusReasonAndTimeThroughLaterSuccesses) {
+  EXPECT_FALSE(m_pool.health(0).last_error);
+  m_pool.report(0, &m_sick, test::cool(429, 1s, true, "429 Retry-After", Scope::model));
+  const util::TimePoint failed_at = m_clock.now();
+  m_clock.advance(5s);
+  m_pool.report(0, nullptr, test::success(200));
+  m_pool.report(0, nullptr, test::neutral(400));
+  std::optional<LastError> last = m_pool.health(0).last_error;
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->status, 429);
+  EXPECT_EQ(last->reason, "429 Retry-After");
+  EXPECT_EQ(last->at, failed_at);
+
+  m_pool.report(0, nullptr, test::failure(0, 0ms, "connect error"));
+  last = m_pool.health(0).last_error;
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->status, 0);
+  EXPECT_EQ(last->reason, "connect error");
+  EXPECT_EQ(last->at, failed_at + 5s);
+  EXPECT_FALSE(m_pool.health(1).last_error);
+}
+
 TEST_F(KeyPoolReportTest, CoolingForEndsExactlyWhenTheCooldownDoesByThePoolsClock) {
   m_pool.report(0, nullptr, test::cool(429, 30s, false, "429 Retry-After"));
   m_pool.report(1, &m_sick, test::cool(429, 10s, true, "429", Scope::model));

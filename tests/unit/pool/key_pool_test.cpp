@@ -265,6 +265,16 @@ TEST_F(KeyPoolTest, SnapshotShowsLabelsFingerprintsUpstreamAndHealth) {
   }
 }
 
+TEST_F(KeyPoolTest, SnapshotCarriesEachKeysMaxConcurrent) {
+  std::vector<config::KeyConfig> keys = test::make_keys({"limited", "free"});
+  keys[0].max_concurrent = 4;
+  KeyPool pool(keys, Strategy::ordered, m_clock);
+  std::vector<KeySnapshot> snapshot = pool.snapshot();
+  ASSERT_EQ(snapshot.size(), 2u);
+  EXPECT_EQ(snapshot[0].max_concurrent, 4);
+  EXPECT_EQ(snapshot[1].max_concurrent, 0);
+}
+
 TEST(KeyState, NamesItsStates) {
   EXPECT_STREQ(to_string(KeyState::available), "available");
   EXPECT_STREQ(to_string(KeyState::cooling), "cooling");

@@ -77,9 +77,10 @@ protected:
   void take_the_slot() { ASSERT_TRUE(m_pool.acquire({}).index); }
 
   test::FakeClock m_clock;
+  test::FakeMonoClock m_mono;
   pool::KeyPool m_pool{{one_slot_key("only")}, config::Strategy::ordered, m_clock};
   Journal m_journal;
-  WaitRoom m_room;
+  WaitRoom m_room{m_mono};
 };
 
 TEST_F(WaitRoomTest, AFreedSlotGoesToTheWaitersInArrivalOrder) {
@@ -352,6 +353,34 @@ TEST_F(WaitRoomTest, AWaiterThatMovesToAnotherPoolDoesNotCloseTheLaneItLeft) {
   EXPECT_EQ(m_room.waiting("openai"), 0u);
   EXPECT_EQ(m_room.waiting("renamed"), 1u);
   EXPECT_EQ(moves->tries, 1);
+}
+
+// What /status shows per pool: how many wait, and since when the first to
+// enter (whatever its lane) has, counted from its first entry.
+TEST_F(WaitRoomTest, TheQueueCountsItsWaitersAndAgesTheOldestFromItsFirstEntry) {
+  take_the_slot();
+  auto first = waiter("first", "gpt-4o");
+  m_mono.advance(3s);
+  auto second = waiter("second");
+  m_mono.advance(2s);
+  WaitRoom::Queue queue = m_room.queue("openai");
+  EXPECT_EQ(queue.waiting, 2u);
+  EXPECT_EQ(queue.oldest, 5000ms);
+  EXPECT_EQ(m_room.queue("anthropic").waiting, 0u);
+  EXPECT_EQ(m_room.queue("anthropic").oldest, 0ms);
+
+  m_pool.release(0);
+  m_room.wake("openai");
+  ASSERT_EQ(m_journal.served, std::vector<std::string>{"first"});
+  EXPECT_EQ(m_room.queue("openai").oldest, 2000ms);
+
+  // Waiting again after an attempt keeps the age of the first entry.
+  m_room.leave(second->place);
+  m_mono.advance(1s);
+  m_room.enter(second->place, second);
+  queue = m_room.queue("openai");
+  EXPECT_EQ(queue.waiting, 1u);
+  EXPECT_EQ(queue.oldest, 3000ms);
 }
 
 TEST_F(WaitRoomTest, ShutdownTellsEveryWaiterAndEmptiesTheRoom) {

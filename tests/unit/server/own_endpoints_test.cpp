@@ -7,8 +7,11 @@
 #include "support/fake_clock.hpp"
 #include "support/log_capture.hpp"
 #include "support/serving_state.hpp"
+#include "util/json.hpp"
 
 #include <gtest/gtest.h>
+
+#include <memory>
 
 namespace keyshim::server {
 namespace {
@@ -53,9 +56,18 @@ protected:
   }
 
   test::FakeClock m_clock;
+  test::FakeMonoClock m_mono;
   PublishedState m_published;
   config::ListenAddress m_listen;
-  OwnEndpoints m_own{"/etc/keyshim/keys.toml", m_published, m_listen};
+  relay::WaitRoom m_waits{m_mono};
+  OwnEndpoints m_own{"/etc/keyshim/keys.toml", m_published, m_listen, m_waits};
+};
+
+// A request in the wait room that never gets a key.
+struct StillWaiting : relay::Waiter {
+  bool retry() override { return false; }
+  void shutting_down() override {}
+  relay::WaitRoom::Place place;
 };
 
 TEST_F(OwnEndpointsTest, RefusesANonLoopbackHostBeforeAnythingElse) {
@@ -154,6 +166,36 @@ TEST_F(OwnEndpointsTest, StatusAndRelayedPathsNeedTheToken) {
 
   head.target("/v1/models");
   EXPECT_FALSE(ask(head)) << "a request with the token is relayed";
+}
+
+// keyshim top shows each pool's queue: how many wait for a key, and for how
+// long the first of them has.
+TEST_F(OwnEndpointsTest, StatusReportsEachPoolsWaitersAndTheOldestWait) {
+  serve(k_named_pools_only);
+  auto first = std::make_shared<StillWaiting>();
+  auto second = std::make_shared<StillWaiting>();
+  first->place.pool = second->place.pool = "openai";
+  second->place.lane = "gpt-4o";
+  m_waits.enter(first->place, first);
+  m_mono.advance(std::chrono::milliseconds(1500));
+  m_waits.enter(second->place, second);
+  m_mono.advance(std::chrono::milliseconds(1000));
+
+  std::optional<relay::Answer> status = ask(http::verb::get, "/status");
+  ASSERT_TRUE(status);
+  std::optional<util::Json> json = util::parse_json(status->body);
+  ASSERT_TRUE(json) << status->body;
+  const util::Json& pool = json->find("pools")->items().at(0);
+  EXPECT_EQ(pool.string_at("name"), "openai");
+  EXPECT_EQ(pool.find("waiting")->as_number(), 2);
+  EXPECT_EQ(pool.find("oldest_wait_ms")->as_number(), 2500);
+
+  m_waits.leave(first->place);
+  m_waits.leave(second->place);
+  json = util::parse_json(ask(http::verb::get, "/status")->body);
+  ASSERT_TRUE(json);
+  EXPECT_EQ(json->find("pools")->items().at(0).find("waiting")->as_number(), 0);
+  EXPECT_EQ(json->find("pools")->items().at(0).find("oldest_wait_ms")->as_number(), 0);
 }
 
 TEST_F(OwnEndpointsTest, MetricsAreAnsweredInPrometheusText) {

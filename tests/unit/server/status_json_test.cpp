@@ -43,6 +43,8 @@ std::vector<PoolReport> reports() {
   team.health.total.output_tokens = 310;
   team.health.today.requests = 1;
   team.sessions = 2;
+  team.health.last_error = pool::LastError{429, "429 Retry-After", k_now - 12s};
+  team.max_concurrent = 4;
   pool::ModelHealth cooling;
   cooling.model = "gpt-4o";
   cooling.cooled = true;
@@ -58,7 +60,7 @@ std::vector<PoolReport> reports() {
   team.models = config::ModelFilter{std::vector<std::string>{"gpt-4o*", "o1"}, {"gpt-4o-audio*"}};
   pool::KeySnapshot old = key("old", pool::KeyState::disabled);
   old.health.reason = "401 \"invalid\\key\"\n";
-  return {PoolReport{"default", "/", "https://api.openai.com/v1", {team, old}, {2, 0, 1, 1}}};
+  return {PoolReport{"default", "/", "https://api.openai.com/v1", {team, old}, {2, 0, 1, 1}, 3, 4200ms}};
 }
 
 TEST(StatusJson, StatusHasThePinnedShape) {
@@ -70,16 +72,20 @@ TEST(StatusJson, StatusHasThePinnedShape) {
       R"({{"version":"{}","pid":4242,"generation":3,"listen":"127.0.0.1:8787","config":"/home/u/keys.toml",)"
       R"("problem":null,"totals":{{"total":2,"available":0,"cooling":1,"disabled":1}},"pools":[{{"name":"default",)"
       R"("route":"/","upstream":"https://api.openai.com/v1","totals":{{"total":2,"available":0,"cooling":1,)"
-      R"("disabled":1}},"keys":[{{"label":"team","fingerprint":"sk-...Wq9z","upstream":"https://api.openai.com/v1",)"
-      R"("serves":{{"models":["gpt-4o*","o1"],"exclude_models":["gpt-4o-audio*"]}},"state":"cooling","until":"2027-01-15T08:00:20Z","resumes_in_ms":20000,"reason":"429 Retry-After",)"
-      R"("ok":2,"err":3,"last_status":429,"in_flight":1,"websockets":0,"sessions":2,"today":{{"requests":1,"failures":{{"rate_limit":0,)"
+      R"("disabled":1}},"waiting":3,"oldest_wait_ms":4200,"keys":[{{"label":"team","fingerprint":"sk-...Wq9z",)"
+      R"("upstream":"https://api.openai.com/v1","serves":{{"models":["gpt-4o*","o1"],)"
+      R"("exclude_models":["gpt-4o-audio*"]}},"state":"cooling","until":"2027-01-15T08:00:20Z","resumes_in_ms":20000,)"
+      R"("reason":"429 Retry-After","ok":2,"err":3,"last_status":429,"last_error":{{"status":429,)"
+      R"("reason":"429 Retry-After","at":"2027-01-15T07:59:48Z","ago_ms":12000}},"in_flight":1,"max_concurrent":4,)"
+      R"("websockets":0,"sessions":2,"today":{{"requests":1,"failures":{{"rate_limit":0,)"
       R"("auth":0,"quota":0,"server":0,"transport":0}},"input_tokens":0,"output_tokens":0}},)"
       R"("total":{{"requests":5,"failures":{{"rate_limit":2,"auth":0,"quota":0,"server":1,)"
       R"("transport":0}},"input_tokens":1200,"output_tokens":310}},"models":[{{"model":"gpt-4o","state":"cooling",)"
       R"("until":"2027-01-15T08:00:07Z","resumes_in_ms":7500,"reason":"429"}},{{"model":"o1","state":"probing",)"
       R"("until":null,"resumes_in_ms":0,"reason":"429"}}],"quota":null}},{{"label":"old","fingerprint":"sk-...Wq9z",)"
       R"("upstream":"https://api.openai.com/v1","serves":null,"state":"disabled","until":null,"resumes_in_ms":0,)"
-      R"("reason":"401 \"invalid\\key\"\n","ok":0,"err":0,"last_status":null,"in_flight":0,"websockets":0,"sessions":0,"today":{},)"
+      R"("reason":"401 \"invalid\\key\"\n","ok":0,"err":0,"last_status":null,"last_error":null,"in_flight":0,)"
+      R"("max_concurrent":null,"websockets":0,"sessions":0,"today":{},)"
       R"("total":{},"models":[],"quota":null}}]}}]}})",
       k_version, usage_zero, usage_zero);
   EXPECT_EQ(status_json(reports(), k_now, info), expected);
