@@ -98,6 +98,11 @@ void describe_keys(Page& page) {
                  "they neither read key_env nor run key_cmd (the keyshim that serves does). A key's "
                  "`base_url`, `auth`, `ca_file` and `max_concurrent` override its pool's, for mirrors of the "
                  "same API inside one pool.");
+  page.paragraph("Limits of your own, `requests_per_minute`, `requests_per_day`, `tokens_per_minute` and "
+                 "`tokens_per_day`, set in a pool apply to each of its keys on its own; set on a key, they "
+                 "override the pool's. A key that reached one is skipped until the clock minute or the day "
+                 "(from `day_start` in `day_zone`) ends. Counts are whole numbers or strings with K, M or G "
+                 "such as `200K` or `2M`.");
 }
 
 void describe_permissions(Page& page) {

@@ -36,6 +36,9 @@ enum class SettingType {
   file, // a readable file; relative paths start at the pool file's directory
   // an HTTP proxy URL (config/proxy.hpp), or "" for none
   proxy,
+  count,       // a whole number, or a string with K, M or G: "200K", "2M"
+  time_of_day, // "HH:MM"
+  day_zone,    // "local" | "UTC" | "+HH:MM" | "-HH:MM"
 };
 
 // A [[keys]] entry as written, before its pool's defaults fill its gaps.
@@ -48,12 +51,16 @@ struct KeyEntry {
   std::optional<Auth> auth;
   std::optional<std::string> ca_file;
   std::optional<int> max_concurrent;
+  std::optional<std::uint64_t> requests_per_minute;
+  std::optional<std::uint64_t> requests_per_day;
+  std::optional<std::uint64_t> tokens_per_minute;
+  std::optional<std::uint64_t> tokens_per_day;
 };
 
 // A decoded value: which alternative depends on the SettingType.
 using SettingValue =
     std::variant<std::string, util::Secret, std::vector<std::string>, std::int64_t, std::uint64_t,
-                 milliseconds, ListenAddress, UpstreamUrl, Auth, Strategy, ProxySetting>;
+                 milliseconds, ListenAddress, UpstreamUrl, Auth, Strategy, ProxySetting, DayZone>;
 
 // Where decoded values are stored; only the member for the setting's section is used.
 struct SettingTarget {
@@ -69,7 +76,7 @@ struct Setting {
   std::string_view default_text; // as written in TOML; "" when there is none
   bool reloadable;               // SIGHUP may change it; false: it takes a restart
   std::string_view doc;          // one line, for keys.example.toml and the README
-  std::int64_t min = 0;          // bounds: integer value, size in bytes, duration in ms
+  std::int64_t min = 0;          // bounds: integer value or count, size in bytes, duration in ms
   std::int64_t max = std::numeric_limits<std::int64_t>::max();
   void (*apply)(SettingTarget& target, SettingValue&& value) = nullptr;
 };
