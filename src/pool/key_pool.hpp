@@ -3,6 +3,7 @@
 // selects, reports and releases; the reloader thread reads counts and builds
 // the next pool, whose kept keys share their health cells with this one.
 #include "config/config.hpp"
+#include "pool/budget.hpp"
 #include "pool/model_health.hpp"
 #include "util/clock.hpp"
 
@@ -89,8 +90,9 @@ struct Report {
 struct KeySnapshot {
   std::string label;
   std::string fingerprint;
-  std::string upstream; // base_url text
-  KeyHealth health;
+  std::string upstream;           // base_url text
+  KeyHealth health;               // a key over one of its own limits reads as cooling until the window ends
+  std::vector<LimitUse> limits{}; // use against each of its own limits that is set
 };
 
 struct Counts {
@@ -103,10 +105,12 @@ struct Counts {
 struct Selection {
   std::optional<std::size_t> index; // the chosen key, already counted in flight
   std::optional<util::TimePoint>
-      earliest_available; // when nothing is eligible: the first cooldown end, if any
-  bool busy = false;      // when nothing is eligible: a key was skipped at its max_concurrent, or
-                          // its model is being probed by another request
-  bool probe = false;     // the chosen key's model cooldown has ended: this request probes it
+      earliest_available;     // when nothing is eligible: the first cooldown end, if any
+  bool busy = false;          // when nothing is eligible: a key was skipped at its max_concurrent, or
+                              // its model is being probed by another request
+  bool probe = false;         // the chosen key's model cooldown has ended: this request probes it
+  bool over_limits = false;   // when nothing is eligible: a key was skipped at one of its own limits
+  bool reached_limit = false; // the chosen key reached one of its own limits with this request
 };
 
 class HealthCell;
@@ -127,10 +131,12 @@ public:
 
   // Pick an eligible key not marked in `excluded` (indexed like the pool;
   // shorter vectors mean "not excluded") by the pool's strategy, count it in
-  // flight and stamp its last use. A key with max_concurrent requests in
-  // flight is not eligible, nor one cooling for `model` (when given), nor one
-  // whose model is being probed by another request. The round-robin cursor
-  // moves past the chosen key in the same step.
+  // flight and against its own limits, and stamp its last use. A key with
+  // max_concurrent requests in flight is not eligible, nor one cooling for
+  // `model` (when given), nor one whose model is being probed by another
+  // request, nor one that reached one of its own limits in the current
+  // window. The round-robin cursor moves past the chosen key in the same
+  // step.
   Selection acquire(const std::vector<bool>& excluded, const std::string* model = nullptr);
   // The request that acquired `index` is done with it; `probed` is the model
   // it was probing (Selection::probe), if any.
@@ -147,18 +153,22 @@ public:
   // Whether `index` is cooling now, by the pool's clock: for every model, or
   // for `model` (when given). A disabled key is not cooling.
   bool cooling_for(std::size_t index, const std::string* model = nullptr) const;
-  // Tokens a response served by the key reported using.
-  void count_tokens(std::size_t index, std::uint64_t input, std::uint64_t output);
+  // Tokens a response served by the key reported using. True when they made
+  // the key reach one of its own token limits.
+  bool count_tokens(std::size_t index, std::uint64_t input, std::uint64_t output);
   // Body bytes a response served by the key relayed to its client.
   void count_bytes(std::size_t index, std::uint64_t bytes);
   // A WebSocket the key's handshake opened (+1) has closed (-1).
   void count_websocket(std::size_t index, int change);
 
   KeyHealth health(std::size_t index) const;
+  // The use against each of the key's own limits that is set.
+  std::vector<LimitUse> limits(std::size_t index) const;
   std::vector<KeySnapshot> snapshot() const;
   Counts counts() const;
-  // Earliest end of a cooldown among cooling keys, or of `model`'s cooling
-  // on keys that are not cooling themselves (for 503 Retry-After).
+  // Earliest time a key that is not disabled may serve again: the end of its
+  // cooling, of `model`'s cooling on it, or of the window of an own limit it
+  // reached, whichever is latest (for waiting and the 503's Retry-After).
   std::optional<util::TimePoint> earliest_available(const std::string* model = nullptr) const;
 
 private:
