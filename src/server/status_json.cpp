@@ -70,6 +70,23 @@ Json models_json(const std::vector<pool::ModelHealth>& models, util::TimePoint n
   return out;
 }
 
+// Each of the key's own limits that is set, with its use in the current
+// window and when that window ends.
+Json limits_json(const std::vector<pool::LimitUse>& limits, util::TimePoint now) {
+  Json out = Json::make_array();
+  for (const pool::LimitUse& use : limits) {
+    Json limit;
+    limit.add("name", text(use.name))
+        .add("used", Json::make_number(use.used))
+        .add("limit", Json::make_number(use.limit))
+        .add("per", text(use.per))
+        .add("resets", text(rfc3339_utc(use.resets)))
+        .add("resets_in_ms", Json::make_number(std::max(0LL, ms_until(use.resets, now))));
+    out.push_back(std::move(limit));
+  }
+  return out;
+}
+
 Json key_json(const pool::KeySnapshot& key, util::TimePoint now) {
   const pool::KeyHealth& h = key.health;
   bool cooling = h.state == pool::KeyState::cooling;
@@ -88,6 +105,7 @@ Json key_json(const pool::KeySnapshot& key, util::TimePoint now) {
       .add("websockets", Json::make_number(h.websockets))
       .add("today", usage_json(h.today))
       .add("total", usage_json(h.total))
+      .add("limits", limits_json(key.limits, now))
       .add("models", models_json(h.models, now));
   return out;
 }
