@@ -85,8 +85,10 @@ TEST(OwnLimits, BadValuesAreErrorsThatSayWhatToWrite) {
             "\"23:59\", not \"24:00\"\n");
   EXPECT_NE(problems("[upstream]\nday_zone = \"America/Los_Angeles\"\n" + key).find("write its offset"),
             std::string::npos);
-  EXPECT_NE(problems("[[keys]]\nkey = \"sk-limits-bad\"\nday_zone = \"UTC\"\n").find("it belongs in [upstream]"),
-            std::string::npos);
-  EXPECT_NE(problems("[upstream]\nrequest_per_minute = 5\n" + key).find("did you mean \"requests_per_minute\"?"),
-            std::string::npos);
+  EXPECT_NE(
+      problems("[[keys]]\nkey = \"sk-limits-bad\"\nday_zone = \"UTC\"\n").find("it belongs in [upstream]"),
+      std::string::npos);
+  EXPECT_NE(
+      problems("[upstream]\nrequest_per_minute = 5\n" + key).find("did you mean \"requests_per_minute\"?"),
+      std::string::npos);
 }
