@@ -43,7 +43,7 @@ struct LimitUse {
 // What a key used in its current windows. Requests count when a request
 // takes the key, tokens when a response reports them, so a response may
 // take its tokens past a limit; the key is then skipped until the window
-// ends.
+// ends. The pool counts only while the key has a limit.
 class BudgetUse {
 public:
   void count_request(util::TimePoint now, const config::Limits& limits);

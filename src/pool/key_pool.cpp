@@ -149,7 +149,8 @@ bool KeyPool::try_take(std::size_t index, Search& search) {
   HealthCell& cell = *m_cells[index];
   std::lock_guard lock(cell.mutex);
   const config::Limits& limits = m_keys[index].limits;
-  if (cell.over_limits(search.now, limits)) {
+  const bool limited = limits.any(); // a key without limits costs no counting
+  if (limited && cell.over_limits(search.now, limits)) {
     search.over_limits = true;
     return false;
   }
@@ -167,8 +168,10 @@ bool KeyPool::try_take(std::size_t index, Search& search) {
   }
   // A request counts against the limits when it takes the key: every
   // attempt is one the provider sees.
-  cell.budget.count_request(search.now, limits);
-  search.reached_limit = limits.any() && cell.budget.blocked_until(search.now, limits).has_value();
+  if (limited) {
+    cell.budget.count_request(search.now, limits);
+    search.reached_limit = cell.budget.blocked_until(search.now, limits).has_value();
+  }
   return true;
 }
 
@@ -209,13 +212,12 @@ bool KeyPool::count_tokens(std::size_t index, std::uint64_t input, std::uint64_t
     util::add_saturating(counts->input_tokens, input);
     util::add_saturating(counts->output_tokens, output);
   }
-  std::uint64_t tokens = input;
-  util::add_saturating(tokens, output);
   const config::Limits& limits = m_keys.at(index).limits;
   if (!limits.any()) {
-    cell.budget.count_tokens(now, limits, tokens);
     return false;
   }
+  std::uint64_t tokens = input;
+  util::add_saturating(tokens, output);
   const bool before = cell.budget.blocked_until(now, limits).has_value();
   cell.budget.count_tokens(now, limits, tokens);
   return !before && cell.budget.blocked_until(now, limits).has_value();
