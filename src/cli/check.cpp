@@ -54,6 +54,43 @@ void print_key_table(const config::Config& config) {
   }
 }
 
+// "60 requests per minute, 2000000 tokens per day (days from 06:00 UTC)".
+std::string limits_text(const config::Limits& limits) {
+  std::string out;
+  auto add = [&](std::uint64_t limit, const char* what, const char* per) {
+    if (limit > 0) {
+      out +=
+          fmt::format("{}{} {}{} per {}", out.empty() ? "" : ", ", limit, what, limit == 1 ? "" : "s", per);
+    }
+  };
+  add(limits.requests_per_minute, "request", "minute");
+  add(limits.requests_per_day, "request", "day");
+  add(limits.tokens_per_minute, "token", "minute");
+  add(limits.tokens_per_day, "token", "day");
+  if (limits.requests_per_day > 0 || limits.tokens_per_day > 0) {
+    out += fmt::format(" (days from {:02}:{:02} {})", limits.day_start / 60, limits.day_start % 60,
+                       limits.day_zone.text());
+  }
+  return out;
+}
+
+// The keys' own limits, when any is set: what `keyshim status` counts against.
+void print_limits(const config::Config& config) {
+  bool heading = false;
+  for (const config::PoolConfig& pool : config.pools) {
+    for (const config::KeyConfig& key : pool.keys) {
+      if (!key.limits.any()) {
+        continue;
+      }
+      if (!heading) {
+        fmt::print("\nlimits of your own (keyshim status shows the use):\n");
+        heading = true;
+      }
+      fmt::print("  {} {}: {}\n", pool.name, key.label, limits_text(key.limits));
+    }
+  }
+}
+
 int run_check(const std::string& path) {
   config::LoadResult result = config::load_pool_file(path);
   if (!result.ok()) {
@@ -74,6 +111,7 @@ int run_check(const std::string& path) {
                pool.upstream.base_url.text(), config::to_string(pool.upstream.strategy),
                pool.upstream.max_wait.count() > 0 ? ", waits for a key" : "");
   }
+  print_limits(config);
   std::size_t count = config.key_count();
   fmt::print("\n{}: ok: {} key{} in {} pool{}, listen {}\n", path, count, count == 1 ? "" : "s",
              config.pools.size(), config.pools.size() == 1 ? "" : "s", config.server.listen.text());

@@ -196,8 +196,31 @@ std::string serves_lines(const util::Json& keys) {
   return out;
 }
 
+// One row per own limit of each key: its use in the current window
+// ("requests 2/2 per minute") and when that window ends.
+std::vector<Row> limit_rows(const util::Json& keys) {
+  static const util::Json k_none;
+  std::vector<Row> rows;
+  for (const util::Json& key : keys.items()) {
+    const util::Json* limits = key.find("limits");
+    for (const util::Json& limit : (limits ? *limits : k_none).items()) {
+      std::string name = string_or_dash(limit, "name");
+      std::string what = name.substr(0, name.find('_'));
+      rows.push_back({string_or_dash(key, "label"),
+                      fmt::format("{} {}/{} per {}", what, integer_or_dash(limit, "used"),
+                                  integer_or_dash(limit, "limit"), string_or_dash(limit, "per")),
+                      util::format_duration(std::chrono::milliseconds(json_integer(limit, "resets_in_ms")))});
+    }
+  }
+  if (!rows.empty()) {
+    rows.insert(rows.begin(), Row{"LIMITS", "USE", "RESETS IN"});
+  }
+  return rows;
+}
+
 // One pool: a heading with its route, its health table, the models its keys
-// serve when they are restricted, and its usage table.
+// serve when they are restricted, its usage table, the limits its provider
+// reported and the use against each key's own limits.
 std::string render_pool(const util::Json& pool, bool colour) {
   std::string out = fmt::format("pool {} at {} -> {}\n", string_or_dash(pool, "name"),
                                 string_or_dash(pool, "route"), string_or_dash(pool, "upstream"));
@@ -229,7 +252,7 @@ std::string render_pool(const util::Json& pool, bool colour) {
   if (quota.size() > 1) {
     out += render_rows(quota, false);
   }
-  return out + "\n";
+  return out + render_rows(limit_rows(*keys), false) + "\n";
 }
 
 StatusAnswer failure(StatusAnswer answer, std::string error) {

@@ -154,6 +154,17 @@ std::optional<UpstreamUrl> parse_upstream_url(const std::string& text, std::stri
   return url;
 }
 
+std::string DayZone::text() const {
+  if (local) {
+    return "local";
+  }
+  if (utc_offset_minutes == 0) {
+    return "UTC";
+  }
+  int minutes = utc_offset_minutes < 0 ? -utc_offset_minutes : utc_offset_minutes;
+  return fmt::format("{}{:02}:{:02}", utc_offset_minutes < 0 ? '-' : '+', minutes / 60, minutes % 60);
+}
+
 std::string ListenAddress::text() const {
   return fmt::format("{}:{}", bracket_if_v6(host), port);
 }

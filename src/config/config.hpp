@@ -65,6 +65,31 @@ std::optional<ListenAddress> parse_listen_address(const std::string& text, std::
 // True for 127.0.0.0/8, ::1 and "localhost".
 bool is_loopback_host(const std::string& host);
 
+// The zone a day of the per-day limits is counted in: the machine's own, or
+// a fixed offset from UTC ("UTC" is +00:00).
+struct DayZone {
+  bool local = true;
+  int utc_offset_minutes = 0; // only when !local; east of UTC is positive
+
+  // "local", "UTC", "+02:00", "-08:00": the form written in the file.
+  std::string text() const;
+  bool operator==(const DayZone&) const = default;
+};
+
+// Limits of one's own on a key: requests and tokens (input and output
+// together) per minute and per day, 0 for none; and where its day begins.
+struct Limits {
+  std::uint64_t requests_per_minute = 0;
+  std::uint64_t requests_per_day = 0;
+  std::uint64_t tokens_per_minute = 0;
+  std::uint64_t tokens_per_day = 0;
+  int day_start = 0; // minutes after midnight in `day_zone`
+  DayZone day_zone;
+
+  bool any() const { return requests_per_minute + requests_per_day + tokens_per_minute + tokens_per_day > 0; }
+  bool operator==(const Limits&) const = default;
+};
+
 struct ServerSettings {
   ListenAddress listen;
   std::optional<util::Secret> client_token;
@@ -92,6 +117,13 @@ struct UpstreamSettings {
   // Defaults for the pool's keys (config/model_filter.hpp): unset, every model.
   std::optional<std::vector<std::string>> models;
   std::vector<std::string> exclude_models;
+  // Limits of one's own, the default for each of the pool's keys; unset: none.
+  std::optional<std::uint64_t> requests_per_minute;
+  std::optional<std::uint64_t> requests_per_day;
+  std::optional<std::uint64_t> tokens_per_minute;
+  std::optional<std::uint64_t> tokens_per_day;
+  int day_start = 0; // where the per-day limits' day begins, minutes after midnight
+  DayZone day_zone;
 };
 
 struct KeyConfig {
@@ -105,6 +137,7 @@ struct KeyConfig {
   // Resolved from the pool's proxy or the environment: the proxy its
   // connections tunnel through, or none.
   std::optional<ProxyUrl> proxy;
+  Limits limits;      // the key's own, else its pool's
   std::string source; // where the secret came from: "key", "key_env OPENAI_KEY", "key_cmd pass"
 };
 

@@ -10,7 +10,9 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -97,6 +99,32 @@ Decoded decode_boolean(const toml::node& node) {
     return wrong_type(node, "true or false");
   }
   return ok(flag->get());
+}
+
+// A limit: "60", 60, "200K", "1.5M". The fix names the forms, so "2MB" or
+// "60/min" (the window is in the setting's name) says what to write instead.
+Decoded decode_count(const Setting& setting, const toml::node& node) {
+  constexpr std::string_view k_expected = "a count like 60, \"200K\" or \"2M\" (K, M, G: thousands, "
+                                          "millions, billions)";
+  std::int64_t count = 0;
+  if (const auto* number = node.as_integer()) {
+    count = number->get();
+  } else if (const auto* text = node.as_string()) {
+    std::optional<std::uint64_t> parsed = parse_count(text->get());
+    if (!parsed) {
+      return fail(fmt::format("must be {}, not \"{}\"", k_expected, text->get()));
+    }
+    count = static_cast<std::int64_t>(std::min<std::uint64_t>(*parsed, INT64_MAX));
+  } else {
+    return wrong_type(node, k_expected);
+  }
+  if (count < setting.min) {
+    return fail(fmt::format("must be at least {}; remove it for no limit", setting.min));
+  }
+  if (count > setting.max) {
+    return fail(fmt::format("must be at most {}", setting.max));
+  }
+  return ok(static_cast<std::uint64_t>(count));
 }
 
 Decoded decode_integer(const Setting& setting, const toml::node& node) {
@@ -223,6 +251,16 @@ Decoded decode_string_kind(const Setting& setting, const std::string& text) {
       return ok(*strategy);
     }
     return fail(error);
+  case SettingType::time_of_day:
+    if (auto minutes = parse_time_of_day(text)) {
+      return ok(std::int64_t{*minutes});
+    }
+    return fail(fmt::format("must be a time of day \"HH:MM\" from \"00:00\" to \"23:59\", not \"{}\"", text));
+  case SettingType::day_zone:
+    if (auto zone = parse_day_zone(text, error)) {
+      return ok(*zone);
+    }
+    return fail(error);
   case SettingType::secret:
     if (std::string problem = key_material_problem(text); !problem.empty()) {
       return fail(problem);
@@ -275,6 +313,8 @@ Decoded decode_setting(const Setting& setting, const toml::node& node, const std
     return decode_size(setting, node);
   case SettingType::integer:
     return decode_integer(setting, node);
+  case SettingType::count:
+    return decode_count(setting, node);
   case SettingType::string_list:
     return decode_string_list(node, false);
   case SettingType::command:

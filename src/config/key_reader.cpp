@@ -12,6 +12,21 @@ namespace {
 
 constexpr std::string_view k_key_sources[] = {"key", "key_env", "key_cmd"};
 
+// The key's own limits over its pool's, counted in its pool's day.
+Limits key_limits(const KeyEntry& entry, const UpstreamSettings& pool) {
+  auto pick = [](const std::optional<std::uint64_t>& own, const std::optional<std::uint64_t>& pools) {
+    return own.value_or(pools.value_or(0));
+  };
+  Limits limits;
+  limits.requests_per_minute = pick(entry.requests_per_minute, pool.requests_per_minute);
+  limits.requests_per_day = pick(entry.requests_per_day, pool.requests_per_day);
+  limits.tokens_per_minute = pick(entry.tokens_per_minute, pool.tokens_per_minute);
+  limits.tokens_per_day = pick(entry.tokens_per_day, pool.tokens_per_day);
+  limits.day_start = pool.day_start;
+  limits.day_zone = pool.day_zone;
+  return limits;
+}
+
 } // namespace
 
 std::vector<ReadKey> PoolReader::read_keys(const toml::node& node, const UpstreamSettings& pool,
@@ -56,6 +71,7 @@ std::optional<ReadKey> PoolReader::read_key(const toml::table& table, const Upst
   read.key.max_concurrent = entry.max_concurrent.value_or(pool.max_concurrent.value_or(0));
   read.key.models.models = entry.models ? entry.models : pool.models;
   read.key.models.exclude_models = entry.exclude_models.value_or(pool.exclude_models);
+  read.key.limits = key_limits(entry, pool);
   // status, reload and env skip secrets and run in the user's shell, whose
   // proxy variables are not the server's: they read the file's setting only.
   ProxyChoice proxy = choose_proxy(read.key.base_url, pool.proxy,

@@ -102,6 +102,11 @@ void describe_keys(Page& page) {
                  "matching the whole model name a request names (`*` any run of characters, `?` one, case "
                  "ignored); a key's own list replaces the pool's. A key is never sent a model it does not "
                  "serve, and a model no key of the pool serves is answered 404 without an upstream request.");
+  page.paragraph("Limits of your own, `requests_per_minute`, `requests_per_day`, `tokens_per_minute` and "
+                 "`tokens_per_day`, set in a pool apply to each of its keys on its own; set on a key, they "
+                 "override the pool's. A key that reached one is skipped until the clock minute or the day "
+                 "(from `day_start` in `day_zone`) ends. Counts are whole numbers or strings with K, M or G "
+                 "such as `200K` or `2M`.");
 }
 
 void describe_permissions(Page& page) {

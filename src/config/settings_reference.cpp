@@ -78,6 +78,13 @@ std::string setting_type_text(const Setting& setting) {
     return "true or false";
   case SettingType::model_patterns:
     return "array of model names or patterns (* any characters, ? one; case does not matter)";
+  case SettingType::count:
+    return "count, a whole number or a string with K, M or G (\"200K\", \"1.5M\")" +
+           bounds_text(setting, show_integer);
+  case SettingType::time_of_day:
+    return "time of day, \"HH:MM\"";
+  case SettingType::day_zone:
+    return "time zone, \"local\", \"UTC\" or \"+HH:MM\" / \"-HH:MM\"";
   }
   return "";
 }

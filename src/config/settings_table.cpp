@@ -41,6 +41,7 @@ constexpr std::int64_t k_day_ms = 86'400'000;
 constexpr std::int64_t k_max_attempts_limit = 20;
 constexpr std::int64_t k_hour_ms = 3'600'000;
 constexpr std::int64_t k_max_concurrent_limit = 100'000;
+constexpr std::int64_t k_max_count = 1'000'000'000'000'000; // "1000000G": far beyond any provider's limit
 
 std::vector<Setting> make_table() {
   using S = Section;
@@ -114,6 +115,27 @@ std::vector<Setting> make_table() {
       {"exclude_models", S::upstream, T::model_patterns, "[]", true,
        "models the pool's keys never serve, as patterns, even when models matches them", 0, 0,
        apply_member<&UpstreamSettings::exclude_models>},
+      {"requests_per_minute", S::upstream, T::count, "", true,
+       "a limit of your own for each key: requests per clock minute; a key at it is skipped until the "
+       "minute ends (none by default)",
+       1, k_max_count, apply_member<&UpstreamSettings::requests_per_minute>},
+      {"requests_per_day", S::upstream, T::count, "", true,
+       "a limit of your own for each key: requests per day (from day_start); a key at it is skipped until "
+       "the next day",
+       1, k_max_count, apply_member<&UpstreamSettings::requests_per_day>},
+      {"tokens_per_minute", S::upstream, T::count, "", true,
+       "a limit of your own for each key: input and output tokens per clock minute, as responses report "
+       "them; \"200K\"",
+       1, k_max_count, apply_member<&UpstreamSettings::tokens_per_minute>},
+      {"tokens_per_day", S::upstream, T::count, "", true,
+       "a limit of your own for each key: input and output tokens per day (from day_start); \"2M\"", 1,
+       k_max_count, apply_member<&UpstreamSettings::tokens_per_day>},
+      {"day_start", S::upstream, T::time_of_day, "\"00:00\"", true,
+       "when the day of the per-day limits begins, \"HH:MM\" in day_zone", 0, 0,
+       apply_member<&UpstreamSettings::day_start>},
+      {"day_zone", S::upstream, T::day_zone, "\"local\"", true,
+       "the time zone of day_start: local (this machine's) | UTC | an offset such as \"-08:00\"", 0, 0,
+       apply_member<&UpstreamSettings::day_zone>},
       // [[keys]]
       {"label", S::key, T::label, "", true, "shown in logs and status; defaults to the key's fingerprint", 0,
        0, apply_member<&KeyEntry::label>},
@@ -137,6 +159,15 @@ std::vector<Setting> make_table() {
       {"exclude_models", S::key, T::model_patterns, "", true,
        "per-key replacement of the pool's exclude_models ([] for none)", 0, 0,
        apply_member<&KeyEntry::exclude_models>},
+      {"requests_per_minute", S::key, T::count, "", true,
+       "per-key override of the pool's requests_per_minute", 1, k_max_count,
+       apply_member<&KeyEntry::requests_per_minute>},
+      {"requests_per_day", S::key, T::count, "", true, "per-key override of the pool's requests_per_day", 1,
+       k_max_count, apply_member<&KeyEntry::requests_per_day>},
+      {"tokens_per_minute", S::key, T::count, "", true, "per-key override of the pool's tokens_per_minute", 1,
+       k_max_count, apply_member<&KeyEntry::tokens_per_minute>},
+      {"tokens_per_day", S::key, T::count, "", true, "per-key override of the pool's tokens_per_day", 1,
+       k_max_count, apply_member<&KeyEntry::tokens_per_day>},
   };
 }
 

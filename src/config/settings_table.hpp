@@ -40,6 +40,9 @@ enum class SettingType {
   // an array of model name patterns (config/model_filter.hpp); `min` is the
   // fewest items it may hold
   model_patterns,
+  count,       // a whole number, or a string with K, M or G: "200K", "2M"
+  time_of_day, // "HH:MM"
+  day_zone,    // "local" | "UTC" | "+HH:MM" | "-HH:MM"
 };
 
 // A [[keys]] entry as written, before its pool's defaults fill its gaps.
@@ -54,12 +57,16 @@ struct KeyEntry {
   std::optional<int> max_concurrent;
   std::optional<std::vector<std::string>> models;
   std::optional<std::vector<std::string>> exclude_models;
+  std::optional<std::uint64_t> requests_per_minute;
+  std::optional<std::uint64_t> requests_per_day;
+  std::optional<std::uint64_t> tokens_per_minute;
+  std::optional<std::uint64_t> tokens_per_day;
 };
 
 // A decoded value: which alternative depends on the SettingType.
 using SettingValue =
     std::variant<std::string, util::Secret, std::vector<std::string>, std::int64_t, std::uint64_t,
-                 milliseconds, ListenAddress, UpstreamUrl, Auth, Strategy, ProxySetting, bool>;
+                 milliseconds, ListenAddress, UpstreamUrl, Auth, Strategy, ProxySetting, bool, DayZone>;
 
 // Where decoded values are stored; only the member for the setting's section is used.
 struct SettingTarget {
@@ -75,7 +82,7 @@ struct Setting {
   std::string_view default_text; // as written in TOML; "" when there is none
   bool reloadable;               // SIGHUP may change it; false: it takes a restart
   std::string_view doc;          // one line, for keys.example.toml and the README
-  std::int64_t min = 0;          // bounds: integer value, size in bytes, duration in ms, items
+  std::int64_t min = 0;          // bounds: integer value or count, size in bytes, duration in ms, items
   std::int64_t max = std::numeric_limits<std::int64_t>::max();
   void (*apply)(SettingTarget& target, SettingValue&& value) = nullptr;
 };

@@ -71,6 +71,21 @@ void HealthCell::cool(util::TimePoint now, ModelHealth* entry, milliseconds cool
   }
 }
 
+bool HealthCell::over_limits(util::TimePoint now, const config::Limits& limits) {
+  expire(now);
+  return health.state == KeyState::available && budget.blocked_until(now, limits).has_value();
+}
+
+std::optional<util::TimePoint> HealthCell::available_again(util::TimePoint now, const std::string* model,
+                                                           const config::Limits& limits) {
+  std::optional<util::TimePoint> end = cooling_end(now, model);
+  if (health.state == KeyState::disabled) {
+    return std::nullopt;
+  }
+  std::optional<util::TimePoint> limited = budget.blocked_until(now, limits);
+  return limited && (!end || *end < *limited) ? limited : end;
+}
+
 Admission HealthCell::admit(util::TimePoint now, int max_concurrent, const std::string* model) {
   expire(now);
   if (health.state != KeyState::available) {

@@ -5,6 +5,7 @@
 // pool shares it, so health and in-flight counts carry over, and requests
 // still holding the old pool release and report into the same cell. Not
 // thread-safe by itself: callers hold `mutex` for every call.
+#include "pool/budget.hpp"
 #include "pool/key_pool.hpp"
 #include "pool/model_health.hpp"
 #include "pool/saved_health.hpp"
@@ -34,6 +35,7 @@ public:
   mutable std::mutex mutex;
   KeyHealth health;
   ModelTable models;
+  BudgetUse budget; // use against the key's own limits (config::Limits)
 
   // A cooldown that has ended reads, and from now on is, available.
   void expire(util::TimePoint now);
@@ -45,6 +47,14 @@ public:
   // now + cooldown, never shortening a longer cooling and never waking a
   // disabled key.
   void cool(util::TimePoint now, ModelHealth* entry, milliseconds cooldown, const std::string& reason);
+
+  // Whether the key, available otherwise, has reached one of its own limits.
+  bool over_limits(util::TimePoint now, const config::Limits& limits);
+  // When a request for `model` can next use this key: the latest of its
+  // cooling_end and the end of the window of an own limit it reached.
+  // nullopt when nothing stands in the way, or the key is disabled.
+  std::optional<util::TimePoint> available_again(util::TimePoint now, const std::string* model,
+                                                 const config::Limits& limits);
 
   // Takes the key for a request for `model` (nullptr: any) when it is
   // eligible: counts it in flight and stamps its last use.

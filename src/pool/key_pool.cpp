@@ -3,6 +3,8 @@
 #include "pool/health_cell.hpp"
 #include "util/saturating.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace keyshim::pool {
@@ -89,8 +91,10 @@ void KeyPool::set_session_ttl(milliseconds ttl) {
 struct KeyPool::Search {
   util::TimePoint now;
   const std::string* model = nullptr;
-  bool busy = false;  // a key was skipped at its max_concurrent or for its model's probe
-  bool probe = false; // the chosen key probes `model`
+  bool busy = false;          // a key was skipped at its max_concurrent or for its model's probe
+  bool probe = false;         // the chosen key probes `model`
+  bool over_limits = false;   // a key was skipped at one of its own limits
+  bool reached_limit = false; // the chosen key reached one with this request
 };
 
 Selection KeyPool::acquire(const std::vector<bool>& excluded, const std::string* model, Affinity affinity) {
@@ -122,9 +126,11 @@ Selection KeyPool::acquire(const std::vector<bool>& excluded, const std::string*
   selection.index = chosen;
   selection.probe = chosen && search.probe;
   selection.key_id = chosen ? key_id(*chosen) : 0;
+  selection.reached_limit = chosen && search.reached_limit;
   if (!chosen) {
     selection.earliest_available = earliest_available(model);
     selection.busy = search.busy;
+    selection.over_limits = search.over_limits;
   }
   return selection;
 }
@@ -226,6 +232,12 @@ bool KeyPool::try_take(std::size_t index, Search& search) {
   }
   HealthCell& cell = *m_cells[index];
   std::lock_guard lock(cell.mutex);
+  const config::Limits& limits = m_keys[index].limits;
+  const bool limited = limits.any(); // a key without limits costs no counting
+  if (limited && cell.over_limits(search.now, limits)) {
+    search.over_limits = true;
+    return false;
+  }
   switch (cell.admit(search.now, m_keys[index].max_concurrent, search.model)) {
   case Admission::ineligible:
     return false;
@@ -234,11 +246,17 @@ bool KeyPool::try_take(std::size_t index, Search& search) {
     return false;
   case Admission::probe:
     search.probe = true;
-    return true;
+    break;
   case Admission::taken:
-    return true;
+    break;
   }
-  return false;
+  // A request counts against the limits when it takes the key: every
+  // attempt is one the provider sees.
+  if (limited) {
+    cell.budget.count_request(search.now, limits);
+    search.reached_limit = cell.budget.blocked_until(search.now, limits).has_value();
+  }
+  return true;
 }
 
 void KeyPool::release(std::size_t index, const std::string* probed) {
@@ -270,13 +288,23 @@ bool KeyPool::cooling_for(std::size_t index, const std::string* model) const {
   return cell.cooling_end(m_clock.now(), model).has_value();
 }
 
-void KeyPool::count_tokens(std::size_t index, std::uint64_t input, std::uint64_t output) {
+bool KeyPool::count_tokens(std::size_t index, std::uint64_t input, std::uint64_t output) {
   HealthCell& cell = *m_cells.at(index);
   std::lock_guard lock(cell.mutex);
-  for (UsageCounts* counts : {&cell.today(m_clock.now()), &cell.health.total}) {
+  const util::TimePoint now = m_clock.now();
+  for (UsageCounts* counts : {&cell.today(now), &cell.health.total}) {
     util::add_saturating(counts->input_tokens, input);
     util::add_saturating(counts->output_tokens, output);
   }
+  const config::Limits& limits = m_keys.at(index).limits;
+  if (!limits.any()) {
+    return false;
+  }
+  std::uint64_t tokens = input;
+  util::add_saturating(tokens, output);
+  const bool before = cell.budget.blocked_until(now, limits).has_value();
+  cell.budget.count_tokens(now, limits, tokens);
+  return !before && cell.budget.blocked_until(now, limits).has_value();
 }
 
 void KeyPool::count_bytes(std::size_t index, std::uint64_t bytes) {
@@ -309,7 +337,25 @@ KeyHealth KeyPool::health(std::size_t index) const {
   cell.today(now);
   KeyHealth health = cell.health;
   health.models = cell.models.entries();
+  // A key at one of its own limits is out of use until the window ends, as
+  // a cooling key is until its cooldown ends: status, /health and /metrics
+  // say so the same way.
+  if (health.state == KeyState::available) {
+    for (const LimitUse& use : cell.budget.uses(now, m_keys[index].limits)) {
+      if (use.used >= use.limit && health.until < use.resets) {
+        health.state = KeyState::cooling;
+        health.until = use.resets;
+        health.reason = fmt::format("own limit: {} {}/{} per {}", use.what, use.used, use.limit, use.per);
+      }
+    }
+  }
   return health;
+}
+
+std::vector<LimitUse> KeyPool::limits(std::size_t index) const {
+  HealthCell& cell = *m_cells.at(index);
+  std::lock_guard lock(cell.mutex);
+  return cell.budget.uses(m_clock.now(), m_keys[index].limits);
 }
 
 std::vector<KeySnapshot> KeyPool::snapshot() const {
@@ -324,7 +370,7 @@ std::vector<KeySnapshot> KeyPool::snapshot() const {
   for (std::size_t i = 0; i < m_keys.size(); ++i) {
     const config::KeyConfig& key = m_keys[i];
     out.push_back(KeySnapshot{key.label, key.secret.fingerprint(), key.base_url.text(), health(i), key.models,
-                              sessions[i], key.max_concurrent});
+                              sessions[i], key.max_concurrent, limits(i)});
   }
   return out;
 }
@@ -387,7 +433,7 @@ std::optional<util::TimePoint> KeyPool::earliest_available(const std::string* mo
     }
     HealthCell& cell = *m_cells[i];
     std::lock_guard lock(cell.mutex);
-    std::optional<util::TimePoint> end = cell.cooling_end(now, model);
+    std::optional<util::TimePoint> end = cell.available_again(now, model, m_keys[i].limits);
     if (end && (!earliest || *end < *earliest)) {
       earliest = end;
     }

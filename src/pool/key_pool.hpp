@@ -3,6 +3,7 @@
 // selects, reports and releases; the reloader thread reads counts and builds
 // the next pool, whose kept keys share their health cells with this one.
 #include "config/config.hpp"
+#include "pool/budget.hpp"
 #include "pool/model_health.hpp"
 #include "pool/quota.hpp"
 #include "pool/session_map.hpp"
@@ -103,11 +104,12 @@ struct Report {
 struct KeySnapshot {
   std::string label;
   std::string fingerprint;
-  std::string upstream; // base_url text
-  KeyHealth health;
-  config::ModelFilter models{}; // which models it serves
-  std::size_t sessions = 0;     // named sessions bound to the key (SessionMap), used within the ttl
-  int max_concurrent = 0;       // 0: unlimited
+  std::string upstream;           // base_url text
+  KeyHealth health;               // a key over one of its own limits reads as cooling until the window ends
+  config::ModelFilter models{};   // which models it serves
+  std::size_t sessions = 0;       // named sessions bound to the key (SessionMap), used within the ttl
+  int max_concurrent = 0;         // 0: unlimited
+  std::vector<LimitUse> limits{}; // use against each of its own limits that is set
 };
 
 struct Counts {
@@ -120,10 +122,12 @@ struct Counts {
 struct Selection {
   std::optional<std::size_t> index; // the chosen key, already counted in flight
   std::optional<util::TimePoint>
-      earliest_available; // when nothing is eligible: the first cooldown end, if any
-  bool busy = false;      // when nothing is eligible: a key was skipped at its max_concurrent, or
-                          // its model is being probed by another request
-  bool probe = false;     // the chosen key's model cooldown has ended: this request probes it
+      earliest_available;     // when nothing is eligible: the first cooldown end, if any
+  bool busy = false;          // when nothing is eligible: a key was skipped at its max_concurrent, or
+                              // its model is being probed by another request
+  bool probe = false;         // the chosen key's model cooldown has ended: this request probes it
+  bool over_limits = false;   // when nothing is eligible: a key was skipped at one of its own limits
+  bool reached_limit = false; // the chosen key reached one of its own limits with this request
   // KeyPool::key_id of the chosen key, 0 when none.
   std::uint64_t key_id = 0;
 };
@@ -164,15 +168,17 @@ public:
 
   // Pick an eligible key not marked in `excluded` (indexed like the pool;
   // shorter vectors mean "not excluded") by the pool's strategy, count it in
-  // flight and stamp its last use. A key with max_concurrent requests in
-  // flight is not eligible, nor one that does not serve `model` or is cooling
-  // for it (when given), nor one whose model is being probed by another
-  // request. The round-robin cursor moves past the chosen key in the same
-  // step. Round-robin and least-recently-used try keys running low on a
-  // provider limit last (headroom_tier), in their usual order within a tier.
-  // With an `affinity`, the key its session used last is taken first when
-  // eligible, and the cursor stays (a pinned session does not push new ones
-  // onto a key); otherwise the strategy's choice becomes the named session's key.
+  // flight and against its own limits, and stamp its last use. A key with
+  // max_concurrent requests in flight is not eligible, nor one that does not
+  // serve `model` or is cooling for it (when given), nor one whose model is
+  // being probed by another request, nor one that reached one of its own
+  // limits in the current window. The round-robin cursor moves past the
+  // chosen key in the same step. Round-robin and least-recently-used try
+  // keys running low on a provider limit last (headroom_tier), in their
+  // usual order within a tier. With an `affinity`, the key its session used
+  // last is taken first when eligible, and the cursor stays (a pinned
+  // session does not push new ones onto a key); otherwise the strategy's
+  // choice becomes the named session's key.
   Selection acquire(const std::vector<bool>& excluded, const std::string* model = nullptr,
                     Affinity affinity = {});
   // The request that acquired `index` is done with it; `probed` is the model
@@ -192,8 +198,9 @@ public:
   // Whether `index` is cooling now, by the pool's clock: for every model, or
   // for `model` (when given). A disabled key is not cooling.
   bool cooling_for(std::size_t index, const std::string* model = nullptr) const;
-  // Tokens a response served by the key reported using.
-  void count_tokens(std::size_t index, std::uint64_t input, std::uint64_t output);
+  // Tokens a response served by the key reported using. True when they made
+  // the key reach one of its own token limits.
+  bool count_tokens(std::size_t index, std::uint64_t input, std::uint64_t output);
   // Body bytes a response served by the key relayed to its client.
   void count_bytes(std::size_t index, std::uint64_t bytes);
   // Whether some key of the pool serves `model` (its models and
@@ -210,11 +217,14 @@ public:
   std::size_t restore(const std::vector<SavedKey>& saved, milliseconds cap);
 
   KeyHealth health(std::size_t index) const;
+  // The use against each of the key's own limits that is set.
+  std::vector<LimitUse> limits(std::size_t index) const;
   std::vector<KeySnapshot> snapshot() const;
   Counts counts() const;
-  // Earliest end of a cooldown among cooling keys, or of `model`'s cooling
-  // on keys that are not cooling themselves (for 503 Retry-After); with
-  // `model`, only among the keys that serve it.
+  // Earliest time a key that is not disabled may serve again: the end of its
+  // cooling, of `model`'s cooling on it, or of the window of an own limit it
+  // reached, whichever is latest (for waiting and the 503's Retry-After);
+  // with `model`, only among the keys that serve it.
   std::optional<util::TimePoint> earliest_available(const std::string* model = nullptr) const;
 
 private:

@@ -110,8 +110,9 @@ Answer no_key_answer(const pool::Selection& selection, util::TimePoint now, mill
       std::max<long long>(1, static_cast<long long>(std::ceil(static_cast<double>(wait.count()) / 1000.0)));
   Answer answer = json_error_answer(
       503,
-      fmt::format("keyshim: every key is cooling or disabled{}; the next one is available in {} "
-                  "(see `keyshim status`)",
+      fmt::format("keyshim: every key is {}{}; the next one is available in {} (see `keyshim status`)",
+                  selection.over_limits ? "at one of its own limits, cooling or disabled"
+                                        : "cooling or disabled",
                   after, util::format_duration(milliseconds(seconds_left * 1000))),
       "keyshim_no_key_available", "no_key_available");
   answer.headers.emplace_back("Retry-After", std::to_string(seconds_left));

@@ -43,9 +43,9 @@ Answer unserved_model_answer(std::string_view model, const config::PoolConfig& p
 // 502 naming each key tried and what it got ("k0: connect error").
 Answer unreachable_answer(const std::vector<std::string>& tried_keys);
 
-// 503 with Retry-After until the earliest cooldown ends, counted from the
-// wall-clock `now` (1 s when a key is busy at its max_concurrent, none when
-// every key is disabled). `waited`: how long the request waited for a key
+// 503 with Retry-After until the earliest cooldown (or window of a key's own
+// limit) ends, counted from the wall-clock `now` (1 s when a key is busy at
+// its max_concurrent, none when every key is disabled). `waited`: how long the request waited for a key
 // (max_wait), shown when non-zero.
 Answer no_key_answer(const pool::Selection& selection, util::TimePoint now,
                      std::chrono::milliseconds waited = {});

@@ -3,6 +3,7 @@
 #include "policy/request_model.hpp"
 #include "policy/request_session.hpp"
 #include "relay/header_rules.hpp"
+#include "relay/health_report.hpp"
 #include "relay/redact.hpp"
 #include "util/duration.hpp"
 #include "util/log.hpp"
@@ -98,6 +99,9 @@ void Exchange::attempt(pool::Selection selection) {
   m_lease =
       KeyLease(*m_pool, index, selection.probe ? model() : nullptr, m_context.waits, m_served->config->name);
   const config::KeyConfig& key = m_pool->key(index);
+  if (selection.reached_limit) {
+    log_limit_reached(key.label, m_pool->limits(index), m_context.wall.now());
+  }
   std::optional<std::size_t> body_size;
   if (!m_request.body().empty() || m_request.has_content_length() || m_request.chunked()) {
     body_size = m_request.body().size();

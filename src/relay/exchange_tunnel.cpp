@@ -88,7 +88,9 @@ void Exchange::open_tunnel() {
 void Exchange::upstream_text(std::string_view text) {
   const std::size_t key = std::get<Tunnelling>(m_phase).key;
   if (std::optional<policy::Usage> usage = policy::socket_event_usage(text)) {
-    m_pool->count_tokens(key, usage->input.value_or(0), usage->output.value_or(0));
+    if (m_pool->count_tokens(key, usage->input.value_or(0), usage->output.value_or(0))) {
+      log_limit_reached(m_pool->key(key).label, m_pool->limits(key), m_context.wall.now());
+    }
     m_record.input_tokens = m_record.input_tokens.value_or(0) + usage->input.value_or(0);
     m_record.output_tokens = m_record.output_tokens.value_or(0) + usage->output.value_or(0);
   }

@@ -120,7 +120,9 @@ void Exchange::count_usage(Streaming& s) {
   m_record.input_tokens = usage.input;
   m_record.output_tokens = usage.output;
   if (usage.input || usage.output) {
-    m_pool->count_tokens(s.key, usage.input.value_or(0), usage.output.value_or(0));
+    if (m_pool->count_tokens(s.key, usage.input.value_or(0), usage.output.value_or(0))) {
+      log_limit_reached(m_pool->key(s.key).label, m_pool->limits(s.key), m_context.wall.now());
+    }
   }
 }
 

@@ -63,6 +63,17 @@ pool::Report served_report(int status) {
   return report;
 }
 
+void log_limit_reached(std::string_view label, const std::vector<pool::LimitUse>& limits,
+                       util::TimePoint now) {
+  for (const pool::LimitUse& use : limits) {
+    if (use.used >= use.limit) {
+      util::log_info("key {} at its own limit for {}: {} {}/{} per {}", label,
+                     util::format_duration(std::chrono::ceil<std::chrono::seconds>(use.resets - now)),
+                     use.what, use.used, use.limit, use.per);
+    }
+  }
+}
+
 void log_health_change(std::string_view label, const policy::Verdict& verdict, const std::string* model,
                        const pool::Streaks& streaks) {
   std::string scope = model ? fmt::format(" for model {}", *model) : std::string();

@@ -29,4 +29,9 @@ pool::Report served_report(int status);
 void log_health_change(std::string_view label, const policy::Verdict& verdict, const std::string* model,
                        const pool::Streaks& streaks);
 
+// The log line of a key that has just reached one of its own `limits`:
+// `key team at its own limit for 34s: requests 2/2 per minute`.
+void log_limit_reached(std::string_view label, const std::vector<pool::LimitUse>& limits,
+                       util::TimePoint now);
+
 } // namespace keyshim::relay

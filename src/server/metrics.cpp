@@ -184,6 +184,26 @@ void key_quota_gauges(std::string& out, const std::vector<PoolReport>& pools, ut
   reset.write_to(out);
 }
 
+// Each key's own limits that are set: the limit, the use in the current
+// window and the seconds until that window ends.
+void limit_gauges(std::string& out, const std::vector<PoolReport>& pools, util::TimePoint now) {
+  Family limit("keyshim_key_limit", "gauge", "A limit of your own on the key, per minute or per day.");
+  Family used("keyshim_key_limit_used", "gauge", "The key's use against that limit in the current window.");
+  Family resets("keyshim_key_limit_reset_seconds", "gauge",
+                "Seconds until that limit's current window ends.");
+  each_key(pools, [&](const PoolReport& pool, const pool::KeySnapshot& key, const std::string&) {
+    for (const pool::LimitUse& use : key.limits) {
+      std::string ids = labels({{"pool", pool.name}, {"key", key.label}, {"limit", use.name}});
+      limit.add(ids, use.limit);
+      used.add(ids, use.used);
+      resets.add(ids, seconds_left(use.resets, now));
+    }
+  });
+  for (const Family* family : {&limit, &used, &resets}) {
+    family->write_to(out);
+  }
+}
+
 // What each key did since keyshim started (`total`; `today` restarts at
 // midnight, which a counter must not do).
 void key_counters(std::string& out, const std::vector<PoolReport>& pools) {
@@ -244,6 +264,7 @@ std::string metrics_text(const std::vector<PoolReport>& pools, util::TimePoint n
   instance_families(out, pools, info);
   key_gauges(out, pools, now);
   key_quota_gauges(out, pools, now);
+  limit_gauges(out, pools, now);
   key_counters(out, pools);
   return out;
 }

@@ -104,6 +104,23 @@ Json strings_json(const std::vector<std::string>& items) {
   return out;
 }
 
+// Each of the key's own limits that is set, with its use in the current
+// window and when that window ends.
+Json limits_json(const std::vector<pool::LimitUse>& limits, util::TimePoint now) {
+  Json out = Json::make_array();
+  for (const pool::LimitUse& use : limits) {
+    Json limit;
+    limit.add("name", text(use.name))
+        .add("used", Json::make_number(use.used))
+        .add("limit", Json::make_number(use.limit))
+        .add("per", text(use.per))
+        .add("resets", text(rfc3339_utc(use.resets)))
+        .add("resets_in_ms", Json::make_number(std::max(0LL, ms_until(use.resets, now))));
+    out.push_back(std::move(limit));
+  }
+  return out;
+}
+
 // null for a key that serves every model, else its two pattern lists (a
 // missing models list: every model but the excluded ones).
 Json serves_json(const config::ModelFilter& filter) {
@@ -152,6 +169,7 @@ Json key_json(const pool::KeySnapshot& key, util::TimePoint now) {
       .add("sessions", Json::make_number(key.sessions))
       .add("today", usage_json(h.today))
       .add("total", usage_json(h.total))
+      .add("limits", limits_json(key.limits, now))
       .add("models", models_json(h.models, now))
       .add("quota", quota_json(h.quota, now));
   return out;

@@ -166,6 +166,41 @@ TEST(CheckCommand, ShippedExampleFilePasses) {
   EXPECT_EQ(result.all_output().find("sk-example-not-a-real-key"), std::string::npos);
 }
 
+TEST(CheckCommand, ListsTheLimitsOfYourOwnOfEachKeyThatHasAny) {
+  TempDir temp;
+  std::string path = temp.write("keys.toml", R"([pools.openai]
+base_url = "https://api.openai.com"
+tokens_per_day = "2M"
+day_start = "09:00"
+day_zone = "-08:00"
+
+[[pools.openai.keys]]
+label = "o1"
+key = "sk-check-openai"
+
+[[pools.openai.keys]]
+label = "trial"
+key = "sk-check-trial"
+requests_per_minute = 1
+
+[pools.free]
+base_url = "https://api.example.com"
+
+[[pools.free.keys]]
+label = "f1"
+key = "sk-check-free"
+)");
+  RunResult result = check(path);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("limits of your own (keyshim status shows the use):\n"
+                            "  openai o1: 2000000 tokens per day (days from 09:00 -08:00)\n"
+                            "  openai trial: 1 request per minute, 2000000 tokens per day (days from 09:00 "
+                            "-08:00)\n\n"),
+            std::string::npos)
+      << result.out;
+  EXPECT_EQ(result.out.find(" f1:"), std::string::npos) << result.out;
+}
+
 TEST(CheckCommand, PrintsTheRouteOfEveryPool) {
   TempDir temp;
   std::string path = temp.write("keys.toml", R"([pools.openai]

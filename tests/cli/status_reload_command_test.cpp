@@ -57,10 +57,10 @@ std::string two_keys() {
 // answers /health; stopped with SIGTERM, which must end it with exit 0.
 class ServeFixture : public ::testing::Test {
 protected:
-  void start(const std::string& server_extra = "") {
+  void start(const std::string& server_extra = "", const std::string& keys = two_keys()) {
     m_port = keyshim::test::unused_loopback_port();
     ASSERT_GT(m_port, 0);
-    m_path = m_dir.write("keys.toml", pool(m_port, m_upstream.base_url(), two_keys(), server_extra));
+    m_path = m_dir.write("keys.toml", pool(m_port, m_upstream.base_url(), keys, server_extra));
     RunOptions options = child_options();
     options.timeout = 60s;
     m_serve.emplace(ChildProcess::start(
@@ -259,6 +259,44 @@ TEST_F(StatusCommand, TableShowsTheLimitsTheProviderReported) {
   EXPECT_NE(row.find(" requests "), std::string::npos) << row;
   EXPECT_NE(row.find(" 0 "), std::string::npos) << row;
   EXPECT_NE(row.find(" 500 "), std::string::npos) << row;
+}
+
+// Two requests in one clock minute (the test starts one with seconds to
+// spare) reach the first key's limit; the third goes to the second key.
+TEST_F(StatusCommand, TableShowsTheUseAgainstEachOwnLimitAndAKeyAtOneAsCooling) {
+  start("", key_entry("first", std::string("key = \"") + k_key_1 + "\"\nrequests_per_minute = 2\n" +
+                                   "tokens_per_day = \"2M\"") +
+                key_entry("second", std::string("key = \"") + k_key_2 + "\""));
+  const auto now = std::chrono::system_clock::now();
+  if (std::chrono::floor<std::chrono::minutes>(now) + 1min - now < 5s) {
+    std::this_thread::sleep_for(6s);
+  }
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(forward_one_request(), 200);
+  }
+  RunResult result = run({"status", "-c", m_path});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::string& out = result.out;
+  std::size_t limits = out.find("\nLIMITS ");
+  ASSERT_NE(limits, std::string::npos) << out;
+  std::string minute_row = out.substr(out.find("\nfirst ", limits) + 1);
+  minute_row = minute_row.substr(0, minute_row.find('\n'));
+  EXPECT_NE(minute_row.find("requests 2/2 per minute"), std::string::npos) << out;
+  EXPECT_NE(out.find("tokens 0/2000000 per day"), std::string::npos) << out;
+  EXPECT_EQ(out.find("\nsecond ", limits), std::string::npos) << "a key without limits has no row: " << out;
+  std::string first_row = out.substr(out.find("\nfirst ") + 1);
+  first_row = first_row.substr(0, first_row.find('\n'));
+  EXPECT_NE(first_row.find("cooling"), std::string::npos) << first_row;
+  EXPECT_NE(first_row.find("own limit: requests 2/2 per minute"), std::string::npos) << first_row;
+
+  std::optional<keyshim::util::Json> json = status_json();
+  ASSERT_TRUE(json);
+  const keyshim::util::Json& first = json->find("pools")->items().at(0).find("keys")->items().at(0);
+  const keyshim::util::Json& minute = first.find("limits")->items().at(0);
+  EXPECT_EQ(minute.string_at("name"), "requests_per_minute");
+  EXPECT_EQ(minute.find("used")->as_unsigned(), 2u);
+  EXPECT_EQ(minute.find("limit")->as_unsigned(), 2u);
+  EXPECT_LE(minute.find("resets_in_ms")->as_number(), 60'000);
 }
 
 TEST_F(StatusCommand, ClientTokenFromTheFileIsSentAndAMismatchIsNamed) {

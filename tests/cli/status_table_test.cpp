@@ -82,6 +82,25 @@ TEST(StatusTable, QuotaTableShowsTheLastReportedLimitsPerKey) {
   EXPECT_EQ(render_status_table(parse(k_three_keys), false).find("QUOTA"), std::string::npos);
 }
 
+TEST(StatusTable, EachOwnLimitOfAKeyHasARowWithItsUseAndWhenItResets) {
+  std::string text = k_three_keys;
+  const std::string limits =
+      R"("limits":[{"name":"requests_per_minute","used":2,"limit":2,"per":"minute",)"
+      R"("resets":"2026-11-30T04:00:00Z","resets_in_ms":34000},{"name":"tokens_per_day","used":1200,)"
+      R"("limit":2000000,"per":"day","resets":"2026-11-30T04:00:00Z","resets_in_ms":36000000}],)";
+  text.insert(text.find(R"("ok":7)"), limits);
+  std::string table = render_status_table(parse(text), false);
+  EXPECT_NE(table.find("LIMITS  USE                          RESETS IN\n"
+                       "team    requests 2/2 per minute      34s\n"
+                       "team    tokens 1200/2000000 per day  10h\n"),
+            std::string::npos)
+      << table;
+}
+
+TEST(StatusTable, NoLimitsTableWithoutLimits) {
+  EXPECT_EQ(render_status_table(parse(k_three_keys), false).find("LIMITS"), std::string::npos);
+}
+
 TEST(StatusTable, EachPoolHasItsOwnHeadingAndTable) {
   keyshim::util::Json status = parse(
       R"({"totals":{"total":2,"available":2,"cooling":0,"disabled":0},"pools":[)"

@@ -93,3 +93,53 @@ TEST(KeyMaterial, RejectsWhatCannotTravelInAHeaderWithoutEchoingIt) {
     EXPECT_EQ(problem.find("sk-"), std::string::npos);
   }
 }
+
+TEST(Count, TakesWholeNumbersAndThousandsMillionsBillions) {
+  EXPECT_EQ(parse_count("60"), 60u);
+  EXPECT_EQ(parse_count("200K"), 200'000u);
+  EXPECT_EQ(parse_count("200k"), 200'000u);
+  EXPECT_EQ(parse_count("2M"), 2'000'000u);
+  EXPECT_EQ(parse_count("1.5M"), 1'500'000u);
+  EXPECT_EQ(parse_count("0.25K"), 250u);
+  EXPECT_EQ(parse_count("3G"), 3'000'000'000u);
+}
+
+TEST(Count, RefusesWhatIsNotAWholeCount) {
+  for (const char* text : {"", "K", "1.5", "0.0001K", "2MB", "2m", "60/min", "-1", "1e6", "1.", ".5M",
+                           "1,000", " 60", "99999999999999999999", "20000000000G"}) {
+    EXPECT_FALSE(parse_count(text)) << text;
+  }
+}
+
+TEST(TimeOfDay, IsHoursAndMinutesFromMidnight) {
+  EXPECT_EQ(parse_time_of_day("00:00"), 0);
+  EXPECT_EQ(parse_time_of_day("06:30"), 390);
+  EXPECT_EQ(parse_time_of_day("23:59"), 1439);
+  for (const char* text : {"24:00", "6:30", "06:60", "0630", "06:30:00", "", "noon"}) {
+    EXPECT_FALSE(parse_time_of_day(text)) << text;
+  }
+}
+
+TEST(DayZone, IsLocalUtcOrAnOffsetAndPrintsItBack) {
+  for (const char* text : {"local", "UTC", "+02:00", "-08:00", "+05:45", "+14:00"}) {
+    std::string error;
+    std::optional<DayZone> zone = parse_day_zone(text, error);
+    ASSERT_TRUE(zone) << text << ": " << error;
+    EXPECT_EQ(zone->text(), text);
+  }
+  std::string error;
+  EXPECT_EQ(parse_day_zone("-08:00", error), (DayZone{false, -480}));
+  EXPECT_EQ(parse_day_zone("utc", error), (DayZone{false, 0}));
+  EXPECT_EQ(parse_day_zone("+00:00", error)->text(), "UTC");
+}
+
+TEST(DayZone, RefusesNamesAndOffsetsBeyondFourteenHours) {
+  for (const char* text : {"+15:00", "02:00", "+2", "CET", "Local", ""}) {
+    std::string error;
+    EXPECT_FALSE(parse_day_zone(text, error)) << text;
+    EXPECT_NE(error.find("\"local\""), std::string::npos) << error;
+  }
+  std::string error;
+  EXPECT_FALSE(parse_day_zone("Europe/Berlin", error));
+  EXPECT_NE(error.find("zone names are not read: write its offset"), std::string::npos) << error;
+}

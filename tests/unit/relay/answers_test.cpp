@@ -79,6 +79,18 @@ TEST(NoKeyAnswer, RetryAfterIsAtLeastOneSecond) {
   }
 }
 
+TEST(NoKeyAnswer, KeysAtTheirOwnLimitsAreNamedAndRetryAfterCountsToTheWindowsEnd) {
+  pool::Selection selection{std::nullopt, k_now + 34s};
+  selection.over_limits = true;
+  Answer answer = no_key_answer(selection, k_now);
+  EXPECT_EQ(answer.status, 503);
+  EXPECT_EQ(field(answer, "Retry-After"), "34");
+  EXPECT_NE(answer.body.find("every key is at one of its own limits, cooling or disabled; the next one is "
+                             "available in 34s"),
+            std::string::npos)
+      << answer.body;
+}
+
 TEST(NoKeyAnswer, NoRetryAfterWhenEveryKeyIsDisabled) {
   Answer answer = no_key_answer({std::nullopt, std::nullopt}, k_now);
   EXPECT_EQ(answer.status, 503);

@@ -157,6 +157,28 @@ TEST(Metrics, QuotaGaugesShowOnlyTheFiguresReported) {
   EXPECT_EQ(text.find(R"(key="personal",kind=)"), std::string::npos) << "a key without figures has no sample";
 }
 
+TEST(Metrics, EachOwnLimitShowsTheLimitItsUseAndWhenItResets) {
+  std::vector<PoolReport> pools = reports();
+  pools[0].keys[1].limits = {{"requests_per_minute", "requests", "minute", 2, 2, k_now + 34s},
+                             {"tokens_per_day", "tokens", "day", 1200, 2'000'000, k_now + 10h}};
+  std::string text = metrics_text(pools, k_now, info());
+  EXPECT_TRUE(
+      has_lines(text, {"# TYPE keyshim_key_limit gauge",
+                       R"(keyshim_key_limit{pool="openai",key="personal",limit="requests_per_minute"} 2)",
+                       R"(keyshim_key_limit{pool="openai",key="personal",limit="tokens_per_day"} 2000000)"}));
+  EXPECT_TRUE(has_lines(
+      text, {"# TYPE keyshim_key_limit_used gauge",
+             R"(keyshim_key_limit_used{pool="openai",key="personal",limit="requests_per_minute"} 2)",
+             R"(keyshim_key_limit_used{pool="openai",key="personal",limit="tokens_per_day"} 1200)"}));
+  EXPECT_TRUE(has_lines(
+      text,
+      {"# TYPE keyshim_key_limit_reset_seconds gauge",
+       R"(keyshim_key_limit_reset_seconds{pool="openai",key="personal",limit="requests_per_minute"} 34)",
+       R"(keyshim_key_limit_reset_seconds{pool="openai",key="personal",limit="tokens_per_day"} 36000)"}));
+  EXPECT_EQ(metrics_text(reports(), k_now, info()).find("keyshim_key_limit"), std::string::npos)
+      << "no family without a limit";
+}
+
 TEST(Metrics, CountersAreSinceStartWithEveryFailureClass) {
   std::string text = metrics_text(reports(), k_now, info());
   EXPECT_TRUE(has_lines(text, {"# TYPE keyshim_key_attempts_total counter",
@@ -216,7 +238,7 @@ TEST(Metrics, EveryFamilyIsDeclaredOnceBeforeItsSamples) {
       EXPECT_EQ(line.substr(0, line.find_first_of("{ ")), current) << line;
     }
   }
-  EXPECT_EQ(declared.size(), 20u);
+  EXPECT_EQ(declared.size(), 23u);
 }
 
 TEST(Metrics, HostileLabelsAndModelNamesAreEscaped) {

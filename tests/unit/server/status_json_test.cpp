@@ -80,15 +80,28 @@ TEST(StatusJson, StatusHasThePinnedShape) {
       R"("websockets":0,"sessions":2,"today":{{"requests":1,"failures":{{"rate_limit":0,)"
       R"("auth":0,"quota":0,"server":0,"transport":0}},"input_tokens":0,"output_tokens":0}},)"
       R"("total":{{"requests":5,"failures":{{"rate_limit":2,"auth":0,"quota":0,"server":1,)"
-      R"("transport":0}},"input_tokens":1200,"output_tokens":310}},"models":[{{"model":"gpt-4o","state":"cooling",)"
+      R"("transport":0}},"input_tokens":1200,"output_tokens":310}},"limits":[],"models":[{{"model":"gpt-4o","state":"cooling",)"
       R"("until":"2027-01-15T08:00:07Z","resumes_in_ms":7500,"reason":"429"}},{{"model":"o1","state":"probing",)"
       R"("until":null,"resumes_in_ms":0,"reason":"429"}}],"quota":null}},{{"label":"old","fingerprint":"sk-...Wq9z",)"
       R"("upstream":"https://api.openai.com/v1","serves":null,"state":"disabled","until":null,"resumes_in_ms":0,)"
       R"("reason":"401 \"invalid\\key\"\n","ok":0,"err":0,"last_status":null,"last_error":null,"in_flight":0,)"
       R"("max_concurrent":null,"websockets":0,"sessions":0,"today":{},)"
-      R"("total":{},"models":[],"quota":null}}]}}]}})",
+      R"("total":{},"limits":[],"models":[],"quota":null}}]}}]}})",
       k_version, usage_zero, usage_zero);
   EXPECT_EQ(status_json(reports(), k_now, info), expected);
+}
+
+TEST(StatusJson, EachOwnLimitShowsItsUseAndWhenItsWindowResets) {
+  std::vector<PoolReport> pools = reports();
+  pools[0].keys[1].limits = {{"requests_per_minute", "requests", "minute", 2, 2, k_now + 34s},
+                             {"tokens_per_day", "tokens", "day", 2'500'000, 2'000'000, k_now + 10h}};
+  std::string text = status_json(pools, k_now, InstanceInfo{});
+  EXPECT_NE(text.find(R"("limits":[{"name":"requests_per_minute","used":2,"limit":2,"per":"minute",)"
+                      R"("resets":"2027-01-15T08:00:34Z","resets_in_ms":34000},{"name":"tokens_per_day",)"
+                      R"("used":2500000,"limit":2000000,"per":"day","resets":"2027-01-15T18:00:00Z",)"
+                      R"("resets_in_ms":36000000}])"),
+            std::string::npos)
+      << text;
 }
 
 TEST(StatusJson, ProblemIsAStringWhenThePoolFileIsUnusable) {
