@@ -112,6 +112,20 @@ void BudgetUse::roll(util::TimePoint now, const config::Limits& limits) {
   }
 }
 
+BudgetUse::Saved BudgetUse::save() const {
+  return Saved{m_minute, m_minute_requests, m_minute_tokens, m_day, m_day_requests, m_day_tokens};
+}
+
+void BudgetUse::restore(const Saved& saved) {
+  m_minute = saved.minute;
+  m_minute_requests = saved.minute_requests;
+  m_minute_tokens = saved.minute_tokens;
+  m_day = saved.day;
+  m_day_requests = saved.day_requests;
+  m_day_tokens = saved.day_tokens;
+  m_day_start = -1; // no setting has it: the next roll() works the day out again, keeping its use
+}
+
 void BudgetUse::count_request(util::TimePoint now, const config::Limits& limits) {
   roll(now, limits);
   util::add_saturating(m_minute_requests, 1);

@@ -54,6 +54,22 @@ public:
   // The use against each limit that is set, in the order of the settings.
   std::vector<LimitUse> uses(util::TimePoint now, const config::Limits& limits);
 
+  // What a restart keeps (pool/saved_health.hpp): the windows and the use
+  // counted in them.
+  struct Saved {
+    Window minute;
+    std::uint64_t minute_requests = 0;
+    std::uint64_t minute_tokens = 0;
+    Window day;
+    std::uint64_t day_requests = 0;
+    std::uint64_t day_tokens = 0;
+  };
+  Saved save() const;
+  // Take `saved` back. Its use counts on while its windows hold the time of
+  // the next call; the day is worked out again from the limits then given,
+  // as after a reload that moves it.
+  void restore(const Saved& saved);
+
 private:
   // Moves to the windows holding `now`: one that ended starts from zero.
   void roll(util::TimePoint now, const config::Limits& limits);

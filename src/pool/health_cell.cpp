@@ -220,6 +220,7 @@ SavedKey HealthCell::save(util::TimePoint now) {
   saved.usage_day = health.usage_day;
   saved.total = health.total;
   saved.quota = health.quota;
+  saved.budget = budget.save();
   for (const ModelHealth& entry : models.entries()) {
     if (entry.cooling(now)) {
       saved.models.push_back({entry.model, entry.until, entry.reason,
@@ -238,6 +239,7 @@ void HealthCell::restore(const SavedKey& saved, util::TimePoint now, millisecond
   health.consecutive_failures = saved.streaks.failures;
   health.consecutive_rate_limits = saved.streaks.rate_limits;
   health.quota = saved.quota;
+  budget.restore(saved.budget);
   const util::TimePoint latest = now + cap;
   if (saved.state == KeyState::disabled) {
     health.state = KeyState::disabled;

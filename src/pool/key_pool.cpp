@@ -385,23 +385,36 @@ std::vector<SavedKey> KeyPool::save() const {
     out.push_back(cell.save(now));
     out.back().fingerprint = m_keys[i].secret.fingerprint();
   }
+  for (const SessionMap::Saved& session : m_sessions->live(now)) {
+    if (std::optional<std::size_t> index = index_of(session.key)) {
+      out[*index].sessions.push_back(SavedSession{session.session, session.last_use});
+    }
+  }
   return out;
 }
 
 std::size_t KeyPool::restore(const std::vector<SavedKey>& saved, milliseconds cap) {
   const util::TimePoint now = m_clock.now();
   std::size_t restored = 0;
+  std::vector<SessionMap::Saved> sessions;
   for (std::size_t i = 0; i < m_keys.size(); ++i) {
     auto match = std::find_if(saved.begin(), saved.end(), [&](const SavedKey& key) {
       return key.fingerprint == m_keys[i].secret.fingerprint();
     });
-    if (match != saved.end()) {
+    if (match == saved.end()) {
+      continue;
+    }
+    {
       HealthCell& cell = *m_cells[i];
       std::lock_guard lock(cell.mutex);
       cell.restore(*match, now, cap);
-      ++restored;
     }
+    for (const SavedSession& session : match->sessions) {
+      sessions.push_back(SessionMap::Saved{session.session, key_id(i), session.last_use});
+    }
+    ++restored;
   }
+  m_sessions->restore(std::move(sessions), now);
   return restored;
 }
 

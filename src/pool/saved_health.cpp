@@ -1,6 +1,7 @@
 #include "pool/saved_health.hpp"
 
 #include "pool/model_health.hpp"
+#include "pool/session_map.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -147,6 +148,60 @@ std::optional<KeyQuota> quota_from(const Json* json) {
   return quota;
 }
 
+Json sessions_json(const std::vector<SavedSession>& sessions) {
+  Json out = Json::make_array();
+  for (const SavedSession& session : sessions) {
+    Json item = Json::make_object();
+    item.add("session", Json::make_number(session.session));
+    item.add("last_use_ms", time_json(session.last_use));
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+std::vector<SavedSession> sessions_from(const Json* json) {
+  std::vector<SavedSession> sessions;
+  if (json == nullptr) {
+    return sessions;
+  }
+  for (const Json& item : json->items()) {
+    if (sessions.size() == SessionMap::k_default_capacity) {
+      break;
+    }
+    if (std::uint64_t session = count_at(item, "session"); session != 0) {
+      sessions.push_back(SavedSession{session, time_at(item, "last_use_ms")});
+    }
+  }
+  return sessions;
+}
+
+Json budget_json(const BudgetUse::Saved& budget) {
+  Json out = Json::make_object();
+  out.add("minute_begins_ms", time_json(budget.minute.begins));
+  out.add("minute_ends_ms", time_json(budget.minute.ends));
+  out.add("minute_requests", Json::make_number(budget.minute_requests));
+  out.add("minute_tokens", Json::make_number(budget.minute_tokens));
+  out.add("day_begins_ms", time_json(budget.day.begins));
+  out.add("day_ends_ms", time_json(budget.day.ends));
+  out.add("day_requests", Json::make_number(budget.day_requests));
+  out.add("day_tokens", Json::make_number(budget.day_tokens));
+  return out;
+}
+
+BudgetUse::Saved budget_from(const Json* json) {
+  BudgetUse::Saved budget;
+  if (json == nullptr) {
+    return budget;
+  }
+  budget.minute = Window{time_at(*json, "minute_begins_ms"), time_at(*json, "minute_ends_ms")};
+  budget.minute_requests = count_at(*json, "minute_requests");
+  budget.minute_tokens = count_at(*json, "minute_tokens");
+  budget.day = Window{time_at(*json, "day_begins_ms"), time_at(*json, "day_ends_ms")};
+  budget.day_requests = count_at(*json, "day_requests");
+  budget.day_tokens = count_at(*json, "day_tokens");
+  return budget;
+}
+
 } // namespace
 
 util::Json to_json(const SavedKey& key) {
@@ -173,6 +228,8 @@ util::Json to_json(const SavedKey& key) {
   if (key.quota) {
     out.add("quota", quota_json(*key.quota));
   }
+  out.add("sessions", sessions_json(key.sessions));
+  out.add("budget", budget_json(key.budget));
   return out;
 }
 
@@ -196,6 +253,8 @@ std::optional<SavedKey> saved_key_from_json(const util::Json& json) {
   key.total = counts_from(json.find("total"));
   key.models = models_from(json.find("models"));
   key.quota = quota_from(json.find("quota"));
+  key.sessions = sessions_from(json.find("sessions"));
+  key.budget = budget_from(json.find("budget"));
   return key;
 }
 

@@ -1,5 +1,7 @@
 #include "pool/session_map.hpp"
 
+#include <algorithm>
+
 namespace keyshim::pool {
 
 SessionMap::SessionMap(std::chrono::milliseconds ttl, std::size_t capacity)
@@ -66,6 +68,35 @@ void SessionMap::drop_stale(util::TimePoint now) {
 std::size_t SessionMap::size() const {
   std::lock_guard lock(m_mutex);
   return m_order.size();
+}
+
+std::vector<SessionMap::Saved> SessionMap::live(util::TimePoint now) const {
+  std::vector<Saved> out;
+  std::lock_guard lock(m_mutex);
+  for (const Entry& entry : m_order) {
+    if (expired(entry, now)) {
+      break; // the rest was used even earlier
+    }
+    out.push_back(Saved{entry.session, entry.key, entry.last_use});
+  }
+  return out;
+}
+
+void SessionMap::restore(std::vector<Saved> sessions, util::TimePoint now) {
+  // Oldest first: each bind puts its session in front, so the most recent
+  // ends up there, and the capacity drops the oldest.
+  std::sort(sessions.begin(), sessions.end(),
+            [](const Saved& a, const Saved& b) { return a.last_use < b.last_use; });
+  for (const Saved& saved : sessions) {
+    bool current = false;
+    {
+      std::lock_guard lock(m_mutex);
+      current = saved.last_use <= now && saved.last_use + m_ttl > now;
+    }
+    if (current) {
+      bind(saved.session, saved.key, saved.last_use);
+    }
+  }
 }
 
 std::vector<std::size_t> SessionMap::count(const std::vector<std::uint64_t>& keys,

@@ -42,6 +42,18 @@ public:
 
   // Sessions remembered now, expired ones included until they are dropped.
   std::size_t size() const;
+
+  // A session as a restart keeps it (pool/saved_health.hpp).
+  struct Saved {
+    std::uint64_t session = 0;
+    std::uint64_t key = 0;
+    util::TimePoint last_use{};
+  };
+  // The sessions used within the ttl, most recently used first.
+  std::vector<Saved> live(util::TimePoint now) const;
+  // Remember `sessions` as last used when they say, leaving out those whose
+  // ttl has passed by `now`; at most the capacity, the most recent kept.
+  void restore(std::vector<Saved> sessions, util::TimePoint now);
   // How many sessions used within the ttl are bound to each of `keys`.
   std::vector<std::size_t> count(const std::vector<std::uint64_t>& keys, util::TimePoint now) const;
 

@@ -303,7 +303,8 @@ TEST(TopInput, EnterShowsTheSelectedKeyWholeAndEscGoesBack) {
   EXPECT_NE(all.find("14 requests, 12.0k tokens in, 345 out; failed: rate_limit 2"), std::string::npos)
       << all;
   EXPECT_NE(all.find("gpt-4o cooling, resumes in 7s: 429"), std::string::npos) << all;
-  EXPECT_NE(all.find("requests [######--------------] 70 of 100 left, resets in 30s"), std::string::npos) << all;
+  EXPECT_NE(all.find("requests [######--------------] 70 of 100 left, resets in 30s"), std::string::npos)
+      << all;
   EXPECT_NE(all.find("recent requests"), std::string::npos) << all;
   EXPECT_NE(all.find("Esc back"), std::string::npos) << all;
   handle_input(ui, {Press::escape}, shown_keys(s, ui));

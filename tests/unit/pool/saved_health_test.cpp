@@ -138,3 +138,62 @@ TEST_F(SavedHealthTest, TheQuotaAProviderLastReportedComesBack) {
 
 } // namespace
 } // namespace keyshim::pool
+
+namespace keyshim::pool {
+namespace {
+
+TEST_F(SavedHealthTest, ASessionKeepsItsKeyAcrossARestartWithinItsTtl) {
+  KeyPool before{make_keys({"a", "b", "c"}), Strategy::round_robin, m_clock};
+  EXPECT_EQ(test::take(before), 0); // the cursor moves on: a new session would start on b
+  Selection chosen = before.acquire({}, nullptr, Affinity{42, 0});
+  ASSERT_EQ(chosen.index, 1u);
+  before.release(1);
+  std::vector<SavedKey> saved = through_json(before);
+  ASSERT_EQ(saved[1].sessions.size(), 1u);
+
+  m_clock.advance(10min);
+  KeyPool after{make_keys({"c", "b", "a"}), Strategy::round_robin, m_clock}; // the file's order changed
+  after.restore(saved, 24h);
+  EXPECT_EQ(after.acquire({}, nullptr, Affinity{42, 0}).index, 1u) << "b, wherever it is in the file";
+  EXPECT_EQ(after.acquire({}, nullptr, Affinity{7, 0}).index, 0u) << "a new session is the strategy's";
+
+  std::vector<SavedKey> saved_again = through_json(after);
+  ASSERT_EQ(saved_again[1].sessions.size(), 1u);
+  m_clock.advance(2h); // past the default ttl of 1 h
+  KeyPool later{make_keys({"c", "b", "a"}), Strategy::round_robin, m_clock};
+  later.restore(saved_again, 24h);
+  EXPECT_TRUE(through_json(later)[1].sessions.empty()) << "a session past its ttl is not restored";
+}
+
+} // namespace
+} // namespace keyshim::pool
+
+namespace keyshim::pool {
+namespace {
+
+std::vector<config::KeyConfig> limited_keys() {
+  std::vector<config::KeyConfig> keys = make_keys({"a", "b"});
+  keys[0].limits.requests_per_day = 2;
+  keys[0].limits.requests_per_minute = 100;
+  return keys;
+}
+
+TEST_F(SavedHealthTest, UseAgainstOwnLimitsCountsOnAcrossARestartUntilItsWindowEnds) {
+  KeyPool before{limited_keys(), Strategy::ordered, m_clock};
+  ASSERT_EQ(test::take(before), 0);
+  ASSERT_EQ(test::take(before), 0); // a's 2 requests of the day are spent
+  std::vector<SavedKey> saved = through_json(before);
+
+  m_clock.advance(1min);
+  KeyPool after{limited_keys(), Strategy::ordered, m_clock};
+  after.restore(saved, 24h);
+  EXPECT_EQ(test::take(after), 1) << "a restart does not give a back its day's requests";
+
+  m_clock.advance(24h); // the next day
+  KeyPool next_day{limited_keys(), Strategy::ordered, m_clock};
+  next_day.restore(saved, 24h);
+  EXPECT_EQ(test::take(next_day), 0);
+}
+
+} // namespace
+} // namespace keyshim::pool
