@@ -1,7 +1,8 @@
 // HTTP-date (RFC 9110 §5.6.7) and RFC 3339 timestamps, the two ways providers
 // write "come back at": Retry-After and Anthropic's *-reset headers.
 //
-// libc's strptime reads the fields. It is lenient where the RFCs are not: it
+// libc's strptime reads the HTTP-date fields (RFC 3339's are all digits and
+// read directly). It is lenient where the RFCs are not: it
 // skips spaces before a number, reads "6" for "06", and takes "Sunday" for
 // %a or "November" for %b. So each form is first matched against its exact
 // layout (digit counts, single spaces, "GMT"), and strptime then reads the
@@ -184,10 +185,25 @@ std::optional<util::TimePoint> parse_rfc3339(std::string_view text) {
       (text[10] != 'T' && text[10] != 't' && text[10] != ' ')) {
     return std::nullopt;
   }
-  std::string date_time(text.substr(0, k_seconds_end));
-  date_time[10] = 'T';
-  auto fields = read_fields(date_time, "%Y-%m-%dT%H:%M:%S");
-  auto utc = fields ? to_utc(*fields) : std::nullopt;
+  // Every field is digits in a checked layout, so they are read here rather
+  // than by strptime: Anthropic's resets come on every response (§4.1), and
+  // strptime wants a NUL-terminated copy.
+  auto number = [&](std::size_t at, std::size_t count) {
+    int value = 0;
+    for (std::size_t i = at; i < at + count; ++i) {
+      value = value * 10 + (text[i] - '0');
+    }
+    return value;
+  };
+  std::tm fields{};
+  fields.tm_year = number(0, 4) - 1900;
+  fields.tm_mon = number(5, 2) - 1;
+  fields.tm_mday = number(8, 2);
+  fields.tm_hour = number(11, 2);
+  fields.tm_min = number(14, 2);
+  fields.tm_sec = number(17, 2);
+  bool clock_ok = fields.tm_hour <= 23 && fields.tm_min <= 59;
+  auto utc = clock_ok ? to_utc(fields) : std::nullopt;
   milliseconds millis{0};
   auto offset = utc ? rfc3339_tail(text.substr(k_seconds_end), millis) : std::nullopt;
   if (!offset) {

@@ -34,50 +34,128 @@ constexpr milliseconds k_rest_without_reset = seconds(60);
 // Unified utilisations are fractions; larger values are not.
 constexpr double k_max_utilization = 10.0;
 
+// The kind a (lowercase) name's word stands for.
 std::optional<QuotaKind> kind_named(std::string_view word) {
-  if (iequals(word, "requests")) {
+  if (word == "requests") {
     return QuotaKind::requests;
   }
-  if (iequals(word, "tokens")) {
+  if (word == "tokens") {
     return QuotaKind::tokens;
   }
-  if (iequals(word, "input-tokens")) {
+  if (word == "input-tokens") {
     return QuotaKind::input_tokens;
   }
-  if (iequals(word, "output-tokens")) {
+  if (word == "output-tokens") {
     return QuotaKind::output_tokens;
   }
   return std::nullopt;
 }
 
+// A plain count: digits only, spaces or tabs around them. By hand rather than
+// trim and from_chars: a response carries several, and this is a tenth of
+// the cost.
 std::optional<std::uint64_t> parse_count(std::string_view text) {
-  text = trim(text);
-  if (text.empty() || text.size() > k_max_count_digits || !std::all_of(text.begin(), text.end(), is_digit)) {
+  auto blank = [](char c) { return c == ' ' || c == '\t'; };
+  while (!text.empty() && blank(text.front())) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && blank(text.back())) {
+    text.remove_suffix(1);
+  }
+  if (text.empty() || text.size() > k_max_count_digits) {
     return std::nullopt;
   }
-  std::uint64_t value = 0;
-  std::from_chars(text.data(), text.data() + text.size(), value); // at most 15 digits: cannot overflow
+  std::uint64_t value = 0; // at most 15 digits: cannot overflow
+  for (char c : text) {
+    if (!is_digit(c)) {
+      return std::nullopt;
+    }
+    value = value * 10 + static_cast<std::uint64_t>(c - '0');
+  }
   return value;
 }
 
 // Anthropic's RFC 3339 times; OpenAI's durations (or the seconds and epoch
 // times compatible servers write); the unified epoch seconds. The forms do
 // not overlap, so the value tells which it is.
+// Go's duration text, as OpenAI writes its resets ("6m0s", "20ms",
+// "1h2m3.5s", "17.087s"), in whole microseconds rounded up to milliseconds.
+// Integers only and no allocation: it runs on every response. Each number
+// has at most 9 digits (and 6 after the point), so nothing overflows.
+std::optional<milliseconds> parse_go_duration(std::string_view text) {
+  constexpr std::uint64_t k_cap_us = 1'000'000'000'000'000; // ~31 years: only a bound
+  std::uint64_t total_us = 0;
+  std::size_t i = 0;
+  auto digit_at = [&](std::size_t at) { return at < text.size() && is_digit(text[at]); };
+  while (i < text.size()) {
+    std::uint64_t whole = 0;
+    std::uint64_t fraction = 0;
+    std::uint64_t scale = 1;
+    std::size_t start = i;
+    for (; digit_at(i); ++i) {
+      whole = whole * 10 + static_cast<std::uint64_t>(text[i] - '0');
+    }
+    std::size_t whole_digits = i - start;
+    if (i < text.size() && text[i] == '.') {
+      for (++i; digit_at(i); ++i) {
+        if (scale < 1'000'000) {
+          fraction = fraction * 10 + static_cast<std::uint64_t>(text[i] - '0');
+          scale *= 10;
+        }
+      }
+    }
+    if (whole_digits > 9 || i == start || (whole_digits == 0 && scale == 1)) {
+      return std::nullopt;
+    }
+    std::string_view unit = text.substr(i, 2);
+    std::uint64_t unit_us = 0;
+    if (unit == "ms") {
+      unit_us = 1000;
+      i += 2;
+    } else if (unit == "us") {
+      unit_us = 1;
+      i += 2;
+    } else if (!unit.empty() && (unit[0] == 'h' || unit[0] == 'm' || unit[0] == 's')) {
+      unit_us = unit[0] == 'h' ? 3'600'000'000 : unit[0] == 'm' ? 60'000'000 : 1'000'000;
+      i += 1;
+    } else {
+      return std::nullopt; // "ns", a bare number, an unknown unit: not this form
+    }
+    total_us += whole * unit_us + fraction * unit_us / scale;
+    if (total_us > k_cap_us) {
+      return std::nullopt;
+    }
+  }
+  return milliseconds((total_us + 999) / 1000);
+}
+
+// OpenAI's durations; Anthropic's RFC 3339 times; the unified epoch seconds
+// (and the plain seconds or epoch times compatible servers write). The forms
+// do not overlap, so the value tells which it is; the cheapest goes first.
 std::optional<util::TimePoint> parse_reset(std::string_view text, util::TimePoint now) {
-  text = trim(text);
   if (text.empty()) {
     return std::nullopt;
   }
-  std::optional<util::TimePoint> when = parse_rfc3339(text);
-  if (!when) {
-    std::optional<milliseconds> wait = parse_openai_reset(text, now);
-    if (!wait || *wait > k_reset_ahead) {
+  text = trim(text);
+  if (text.empty() || text.size() > 40) {
+    return std::nullopt;
+  }
+  std::optional<util::TimePoint> when;
+  std::optional<milliseconds> wait = parse_go_duration(text);
+  if (!wait) {
+    when = parse_rfc3339(text);
+  }
+  if (!wait && !when) {
+    wait = parse_openai_reset(text, now);
+  }
+  if (wait) {
+    if (*wait > k_reset_ahead) {
       return std::nullopt;
     }
     when = now + *wait;
   }
   // Compare before subtracting: a clamped far date must not overflow.
-  if (*when > now + k_reset_ahead || *when < now - k_reset_behind) {
+  if (!when || *when > now + k_reset_ahead || *when < now - k_reset_behind) {
     return std::nullopt;
   }
   return when;
@@ -146,64 +224,72 @@ const std::string_view& QuotaReader::slot(QuotaKind kind, Figure figure) const {
   return m_values.at(static_cast<std::size_t>(kind) * 3 + static_cast<std::size_t>(figure));
 }
 
-void QuotaReader::add(std::string_view name, std::string_view value) {
-  if (name.size() <= k_openai_prefix.size()) {
-    return;
-  }
-  const char first = detail::ascii_lower(name.front());
-  if (first == 'x' && iequals(name.substr(0, k_openai_prefix.size()), k_openai_prefix)) {
-    add_openai(name.substr(k_openai_prefix.size()), value);
-  } else if (first == 'a' && name.size() > k_anthropic_prefix.size() &&
-             iequals(name.substr(0, k_anthropic_prefix.size()), k_anthropic_prefix)) {
-    add_anthropic(name.substr(k_anthropic_prefix.size()), value);
+// The figures, as the words rate-limit names use for them.
+struct FigureWord {
+  std::string_view word;
+  QuotaReader::Figure figure;
+};
+constexpr std::array<FigureWord, 3> k_figure_words = {{{"limit", QuotaReader::Figure::limit},
+                                                       {"remaining", QuotaReader::Figure::remaining},
+                                                       {"reset", QuotaReader::Figure::reset}}};
+
+void QuotaReader::keep(QuotaKind kind, Figure figure, std::string_view value) {
+  std::string_view& target = slot(kind, figure);
+  if (target.empty()) {
+    target = value; // the first of a repeated field counts, as for every other header
+    m_seen = true;
   }
 }
 
-// x-ratelimit-{limit,remaining,reset}-{requests,tokens}
-void QuotaReader::add_openai(std::string_view rest, std::string_view value) {
-  std::size_t dash = rest.find('-');
-  if (dash == std::string_view::npos) {
+// Providers send these names in lowercase (HTTP/2 requires it), so they
+// are compared as they are; only a name with an uppercase letter is
+// lowercased first. This runs for each rate-limit field of every response.
+void QuotaReader::add_named(std::string_view name, std::string_view value) {
+  if (add_lowercase(name, value) || name.size() > 64 ||
+      std::none_of(name.begin(), name.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {
     return;
   }
-  std::string_view figure = rest.substr(0, dash);
-  std::optional<QuotaKind> kind = kind_named(rest.substr(dash + 1));
-  if (!kind || *kind == QuotaKind::unified) {
-    return;
+  std::array<char, 64> buffer{};
+  std::transform(name.begin(), name.end(), buffer.begin(), detail::ascii_lower);
+  add_lowercase(std::string_view(buffer.data(), name.size()), value);
+}
+
+// Whether `name` has a rate-limit prefix (it is kept when it names a figure).
+bool QuotaReader::add_lowercase(std::string_view name, std::string_view value) {
+  if (name.starts_with(k_openai_prefix)) {
+    // x-ratelimit-{limit,remaining,reset}-{requests,tokens}
+    std::string_view rest = name.substr(k_openai_prefix.size());
+    for (const auto& [word, figure] : k_figure_words) {
+      if (rest.size() > word.size() && rest.starts_with(word) && rest[word.size()] == '-') {
+        if (std::optional<QuotaKind> kind = kind_named(rest.substr(word.size() + 1))) {
+          keep(*kind, figure, value);
+        }
+        break;
+      }
+    }
+    return true;
   }
-  std::string_view* target = iequals(figure, "limit")       ? &slot(*kind, Figure::limit)
-                             : iequals(figure, "remaining") ? &slot(*kind, Figure::remaining)
-                             : iequals(figure, "reset")     ? &slot(*kind, Figure::reset)
-                                                            : nullptr;
-  if (target != nullptr && target->empty()) {
-    *target = value; // the first of a repeated field counts, as for every other header
-    m_seen = true;
+  if (name.starts_with(k_anthropic_prefix)) {
+    add_anthropic(name.substr(k_anthropic_prefix.size()), value);
+    return true;
   }
+  return false;
 }
 
 // anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-{limit,remaining,reset},
 // and anthropic-ratelimit-unified-*.
 void QuotaReader::add_anthropic(std::string_view rest, std::string_view value) {
-  if (rest.size() > k_unified_prefix.size() &&
-      iequals(rest.substr(0, k_unified_prefix.size()), k_unified_prefix)) {
+  if (rest.starts_with(k_unified_prefix)) {
     add_unified(rest.substr(k_unified_prefix.size()), value);
     return;
   }
-  std::size_t dash = rest.rfind('-');
-  if (dash == std::string_view::npos) {
-    return;
-  }
-  std::string_view figure = rest.substr(dash + 1);
-  std::optional<QuotaKind> kind = kind_named(rest.substr(0, dash));
-  if (!kind) {
-    return;
-  }
-  std::string_view* target = iequals(figure, "limit")       ? &slot(*kind, Figure::limit)
-                             : iequals(figure, "remaining") ? &slot(*kind, Figure::remaining)
-                             : iequals(figure, "reset")     ? &slot(*kind, Figure::reset)
-                                                            : nullptr;
-  if (target != nullptr && target->empty()) {
-    *target = value;
-    m_seen = true;
+  for (const auto& [word, figure] : k_figure_words) {
+    if (rest.size() > word.size() && rest.ends_with(word) && rest[rest.size() - word.size() - 1] == '-') {
+      if (std::optional<QuotaKind> kind = kind_named(rest.substr(0, rest.size() - word.size() - 1))) {
+        keep(*kind, figure, value);
+      }
+      return;
+    }
   }
 }
 
@@ -213,19 +299,19 @@ void QuotaReader::add_anthropic(std::string_view rest, std::string_view value) {
 // a digit; `overage` and the like are not windows of the limit).
 void QuotaReader::add_unified(std::string_view rest, std::string_view value) {
   constexpr std::string_view k_utilization = "-utilization";
-  if (iequals(rest, "status")) {
+  if (rest == "status") {
     if (m_unified_status.empty()) {
       m_unified_status = value;
       m_seen = true;
     }
-  } else if (iequals(rest, "reset")) {
+  } else if (rest == "reset") {
     std::string_view& target = slot(QuotaKind::unified, Figure::reset);
     if (target.empty()) {
       target = value;
       m_seen = true;
     }
   } else if (rest.size() > k_utilization.size() && is_digit(rest.front()) &&
-             iequals(rest.substr(rest.size() - k_utilization.size()), k_utilization)) {
+             rest.substr(rest.size() - k_utilization.size()) == k_utilization) {
     if (std::optional<double> used = parse_utilization(value)) {
       m_utilization = std::max(m_utilization, *used);
       m_seen = true;

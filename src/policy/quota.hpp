@@ -46,7 +46,19 @@ struct Quota {
 // outlive the reader) and allocates nothing; read() parses them.
 class QuotaReader {
 public:
-  void add(std::string_view name, std::string_view value);
+  enum class Figure { limit, remaining, reset };
+
+  // Whether a field named `name` may be a rate limit. Most are not, and
+  // their first bytes tell: "x-ratelimit-..." or "anthropic-ratelimit-...".
+  static bool candidate(std::string_view name) {
+    const auto lower = [&](std::size_t i) { return static_cast<char>(name[i] | 0x20); };
+    return name.size() > 12 && ((lower(0) == 'x' && name[1] == '-') || (lower(0) == 'a' && lower(1) == 'n'));
+  }
+  void add(std::string_view name, std::string_view value) {
+    if (candidate(name)) {
+      add_named(name, value);
+    }
+  }
   // Whether any rate-limit field was seen (read() may still find them all garbage).
   bool seen() const { return m_seen; }
   // The figures, with OpenAI's relative resets placed after `now`. Values
@@ -56,10 +68,11 @@ public:
   std::optional<Quota> read(util::TimePoint now) const;
 
 private:
-  enum class Figure { limit, remaining, reset };
+  void add_named(std::string_view name, std::string_view value);
+  bool add_lowercase(std::string_view name, std::string_view value);
+  void keep(QuotaKind kind, Figure figure, std::string_view value);
   std::string_view& slot(QuotaKind kind, Figure figure);
   const std::string_view& slot(QuotaKind kind, Figure figure) const;
-  void add_openai(std::string_view rest, std::string_view value);
   void add_anthropic(std::string_view rest, std::string_view value);
   void add_unified(std::string_view rest, std::string_view value);
 

@@ -186,6 +186,7 @@ void HealthCell::fail(util::TimePoint now, const std::string* scoped, const Repo
 // trouble does not clear it.
 void HealthCell::note_quota(util::TimePoint now, const std::string* model, const QuotaReport& quota) {
   health.quota = quota.quota;
+  quota_seen.store(true, std::memory_order_relaxed);
   if (quota.set_aside > milliseconds(0)) {
     cool(now, model != nullptr ? &models.get(*model, now) : nullptr, quota.set_aside, quota.reason);
   }
@@ -240,6 +241,9 @@ void HealthCell::restore(const SavedKey& saved, util::TimePoint now, millisecond
   health.consecutive_rate_limits = saved.streaks.rate_limits;
   health.quota = saved.quota;
   budget.restore(saved.budget);
+  if (health.quota) {
+    quota_seen.store(true, std::memory_order_relaxed);
+  }
   const util::TimePoint latest = now + cap;
   if (saved.state == KeyState::disabled) {
     health.state = KeyState::disabled;

@@ -11,6 +11,7 @@
 #include "pool/saved_health.hpp"
 #include "util/clock.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <ctime>
 #include <mutex>
@@ -36,6 +37,9 @@ public:
   KeyHealth health;
   ModelTable models;
   BudgetUse budget; // use against the key's own limits (config::Limits)
+  // Set once health.quota is: read without the mutex, so that choosing
+  // among keys whose provider never reports limits takes no lock for them.
+  std::atomic<bool> quota_seen{false};
 
   // A cooldown that has ended reads, and from now on is, available.
   void expire(util::TimePoint now);

@@ -193,16 +193,19 @@ std::vector<std::size_t> KeyPool::candidates(const std::vector<bool>& excluded) 
 // in tiers (pool/quota.hpp), each tier in the strategy's order. Tiers, not
 // a sort by the share left: between keys with plenty left the strategy
 // still spreads the load, and a key without figures is as good as one with
-// plenty. The tiers are stored only once some key is low, so a pool whose
-// provider reports nothing allocates nothing here.
+// plenty. A key whose provider never reported figures costs no lock here,
+// and the tiers are stored only once some key is low.
 void KeyPool::prefer_headroom(std::vector<std::size_t>& order, util::TimePoint now) const {
   std::vector<int> tiers;
   for (std::size_t i : order) {
+    HealthCell& cell = *m_cells[i];
+    if (!cell.quota_seen.load(std::memory_order_relaxed)) {
+      continue;
+    }
     int tier = 0;
     {
-      std::lock_guard lock(m_cells[i]->mutex);
-      const std::optional<KeyQuota>& quota = m_cells[i]->health.quota;
-      tier = quota ? headroom_tier(*quota, now) : 0;
+      std::lock_guard lock(cell.mutex);
+      tier = cell.health.quota ? headroom_tier(*cell.health.quota, now) : 0;
     }
     if (tier > 0) {
       tiers.resize(m_keys.size(), 0);

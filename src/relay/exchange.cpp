@@ -95,6 +95,7 @@ pool::Affinity Exchange::affinity() const {
 void Exchange::attempt(pool::Selection selection) {
   const std::size_t index = *selection.index;
   m_plan.begin();
+  m_quota.reset();
   m_record.attempts = m_plan.attempts();
   m_lease =
       KeyLease(*m_pool, index, selection.probe ? model() : nullptr, m_context.waits, m_served->config->name);

@@ -136,8 +136,7 @@ private:
     std::shared_ptr<UpstreamAttempt> upstream;
     std::size_t key = 0;
     Step step = Step::connecting;
-    ResponseProbe probe;                    // error_body and probe: what was read to judge
-    std::optional<pool::QuotaReport> quota; // the rate limits the response head reported
+    ResponseProbe probe; // error_body and probe: what was read to judge
   };
   // Committed: the client has (or is getting) bytes of this key's response.
   struct Streaming {
@@ -237,6 +236,9 @@ private:
   WaitRoom::Place m_place; // where it waits for a key; kept, so its age counts when it waits again
   bool m_in_room = false;  // m_place is in the wait room
   AttemptPlan m_plan;
+  // The rate limits the current attempt's response head reported, until its
+  // report takes them. A member, not Trying's: each attempt would zero it.
+  std::optional<pool::QuotaReport> m_quota;
   KeyLease m_lease; // declared after m_model, which its probe points at
   ClientStream m_out;
   DeadlineTimer m_timer;

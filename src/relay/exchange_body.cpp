@@ -43,7 +43,7 @@ void Exchange::attempt_head() {
   int status = static_cast<int>(head.result_int());
   // Every final response may report the key's rate limits, a success too:
   // the verdict's report (or the commit's) hands them to the pool.
-  t.quota = read_quota_report(head, m_context.wall, m_settings->max_cooldown);
+  m_quota = read_quota_report(head, m_context.wall, m_settings->max_cooldown);
   std::unique_ptr<policy::StreamDecoder> decoder;
   if (status == 101 && is_websocket_upgrade(m_request)) {
     open_tunnel();

@@ -45,7 +45,7 @@ void Exchange::open_tunnel() {
   // The handshake was the request: it counts as the key's success, and an
   // open WebSocket holds no max_concurrent slot (it may idle for hours).
   pool::Report served = served_report(101);
-  served.quota = std::move(t.quota);
+  served.quota = std::exchange(m_quota, std::nullopt);
   m_pool->report(key, model(), served);
   if (served.quota) {
     log_set_aside(m_pool->key(key).label, model(), *served.quota);

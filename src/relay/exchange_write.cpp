@@ -23,7 +23,7 @@ void Exchange::commit(std::string_view first, bool done, std::string held) {
 
   const config::KeyConfig& key = m_pool->key(t.key);
   pool::Report served = served_report(status);
-  served.quota = std::move(t.quota);
+  served.quota = std::exchange(m_quota, std::nullopt);
   m_pool->report(t.key, model(), served);
   if (served.quota) {
     log_set_aside(key.label, model(), *served.quota);

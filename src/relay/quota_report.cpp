@@ -26,15 +26,20 @@ pool::QuotaReport quota_report(const policy::Quota& quota, util::TimePoint now,
 std::optional<pool::QuotaReport> read_quota_report(const http::response_header<>& head,
                                                    const util::Clock& wall,
                                                    std::chrono::milliseconds max_cooldown) {
-  policy::QuotaReader reader;
+  std::optional<policy::QuotaReader> reader; // made for the first candidate: most heads have none
   for (const auto& field : head) {
-    reader.add(field.name_string(), field.value());
+    if (policy::QuotaReader::candidate(field.name_string())) {
+      if (!reader) {
+        reader.emplace();
+      }
+      reader->add(field.name_string(), field.value());
+    }
   }
-  if (!reader.seen()) {
+  if (!reader || !reader->seen()) {
     return std::nullopt;
   }
   const util::TimePoint now = wall.now();
-  std::optional<policy::Quota> quota = reader.read(now);
+  std::optional<policy::Quota> quota = reader->read(now);
   if (!quota) {
     return std::nullopt;
   }

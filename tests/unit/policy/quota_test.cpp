@@ -54,6 +54,12 @@ TEST_F(QuotaTest, OpenAiResetFormsOfCompatibleServers) {
   EXPECT_EQ((*read({{"x-ratelimit-reset-requests", "6m0s"}}))[QuotaKind::requests].reset, now() + 360s);
   EXPECT_EQ((*read({{"x-ratelimit-reset-requests", "1s"}}))[QuotaKind::requests].reset, now() + 1s);
   EXPECT_EQ((*read({{"x-ratelimit-reset-requests", "20"}}))[QuotaKind::requests].reset, now() + 20s);
+  EXPECT_EQ((*read({{"x-ratelimit-reset-requests", "2m59.56s"}}))[QuotaKind::requests].reset,
+            now() + 179560ms);
+  EXPECT_EQ((*read({{"x-ratelimit-reset-requests", "0.5ms"}}))[QuotaKind::requests].reset, now() + 1ms)
+      << "rounded up: never back before the reset";
+  EXPECT_EQ((*read({{"x-ratelimit-reset-requests", "1500us"}}))[QuotaKind::requests].reset, now() + 2ms);
+  EXPECT_EQ((*read({{"x-ratelimit-reset-requests", "0s"}}))[QuotaKind::requests].reset, now());
   auto epoch = std::chrono::duration_cast<std::chrono::seconds>(now().time_since_epoch()).count() + 30;
   EXPECT_EQ((*read({{"x-ratelimit-reset-tokens", std::to_string(epoch)}}))[QuotaKind::tokens].reset,
             now() + 30s);

@@ -136,6 +136,20 @@ TEST_F(SavedHealthTest, TheQuotaAProviderLastReportedComesBack) {
   EXPECT_FALSE(after.health(0).quota->kinds.at(static_cast<std::size_t>(QuotaKind::unified)).limit);
 }
 
+// The restored figures steer round-robin at once, before the key's next answer.
+TEST_F(SavedHealthTest, ARestoredLowQuotaPutsTheKeyLastForRoundRobin) {
+  Report report = test::success(200);
+  QuotaReport quota;
+  quota.quota.reported = m_clock.now();
+  quota.quota.kinds.at(static_cast<std::size_t>(QuotaKind::requests)) =
+      QuotaFigures{500, 12, m_clock.now() + 30s};
+  report.quota = quota;
+  m_before.report(0, nullptr, report);
+  KeyPool after{make_keys({"a", "b"}), Strategy::round_robin, m_clock};
+  after.restore(through_json(m_before), 24h);
+  EXPECT_EQ(test::take(after), 1) << "a has 2 % of its requests left";
+}
+
 } // namespace
 } // namespace keyshim::pool
 
