@@ -64,7 +64,7 @@ std::vector<ModelRow> models_of(const util::Json& models) {
 }
 
 // The shapes are documented at read_snapshot: a quota counts down what is
-// left, a budget counts up what is used; both become "used of limit". A
+// left, a limit of the key's own counts up what is used; both become "used of limit". A
 // quota kind without both figures has no bar.
 std::vector<Gauge> gauges_of(const util::Json& key) {
   std::vector<Gauge> out;
@@ -76,11 +76,11 @@ std::vector<Gauge> gauges_of(const util::Json& key) {
                      millis_of(window, "resets_in_ms", -1)});
     }
   }
-  for (const util::Json& budget : member(key, "limits").items()) {
-    double limit = member(budget, "limit").as_number();
+  for (const util::Json& own : member(key, "limits").items()) {
+    double limit = member(own, "limit").as_number();
     if (limit > 0) {
-      out.push_back({"budget", text_of(budget, "name"), member(budget, "used").as_number(), limit,
-                     millis_of(budget, "resets_in_ms", -1)});
+      out.push_back({"limit", text_of(own, "name"), member(own, "used").as_number(), limit,
+                     millis_of(own, "resets_in_ms", -1)});
     }
   }
   return out;

@@ -33,10 +33,10 @@ struct ModelRow {
   std::string reason;
 };
 
-// A quota or a budget as a bar: how much of `limit` is gone.
+// A quota or a limit of the key's own as a bar: how much of `limit` is gone.
 struct Gauge {
-  std::string kind; // "quota" or "budget"
-  std::string name; // "requests", "tokens", a budget's name
+  std::string kind; // "quota" (the provider's) or "limit" (the key's own)
+  std::string name; // "requests", "tokens", "requests_per_day"...
   double used = 0;
   double limit = 0;
   Millis resets_in{-1}; // negative when the answer does not say
@@ -101,12 +101,12 @@ struct Snapshot {
 
 // The /status answer as top shows it. Text that came from the pool file or
 // an upstream has its control characters replaced, so it cannot move the
-// cursor. Quotas and budgets are read from these shapes, each optional:
+// cursor. Quotas and own limits are read from these shapes, each optional:
 //   "quota":  {"requests": {"limit": 100, "remaining": 40, "resets_in_ms": 30000},
 //              "tokens": {...}}    (the provider's reported rate limits; any
 //                                   figure may be null)
-//   "limits": [{"name": "daily", "used": 2, "limit": 10, "resets_in_ms": 3600000}]
-//                                  (the key's own budgets: used of limit)
+//   "limits": [{"name": "requests_per_day", "used": 2, "limit": 10, "resets_in_ms": 3600000}]
+//                                  (the key's limits of its own: used of limit)
 Snapshot read_snapshot(const util::Json& status);
 
 // Requests per minute per key: the change of its request counter (since

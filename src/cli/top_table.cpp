@@ -1,6 +1,7 @@
 // The table screen of `keyshim top`: one block per pool (its queue, a row
-// per key, the models in trouble and the quota and budget bars under it).
-// Columns drop out, least useful first, until a row fits the terminal.
+// per key, and under a key the models in trouble on it and the bars of its
+// quota and own limits). Columns drop out, least useful first, until a row
+// fits the terminal.
 #include "cli/top_table.hpp"
 
 #include "cli/top_text.hpp"

@@ -38,8 +38,8 @@ std::string elapsed(Millis past);
 std::string ago(Millis past);
 // "[####------]" for `used` of `limit` in `width` columns (brackets included).
 std::string bar(double used, double limit, std::size_t width);
-// A quota counts what is left, a budget what is used: "70 of 100 left",
-// "2 of 10 used".
+// A quota counts what is left, an own limit what is used: "70 of 100
+// left", "2 of 10 used".
 std::string gauge_amount(const Gauge& gauge);
 // The first line of `text`, with "(N more lines)" when there are more.
 std::string first_line(const std::string& text);

@@ -18,7 +18,7 @@ namespace {
 using namespace std::chrono_literals;
 
 // Two pools as /status reports them: "team" cooling 27.4 s with a model in
-// trouble, a quota and a budget; "personal" fine; "old" disabled.
+// trouble, a quota and a limit of its own; "personal" fine; "old" disabled.
 constexpr const char* k_status = R"({
   "version": "0.1.0", "pid": 4242, "listen": "127.0.0.1:8787", "config": "/k.toml", "problem": null,
   "totals": {"total": 3, "available": 1, "cooling": 1, "disabled": 1},
@@ -38,7 +38,8 @@ constexpr const char* k_status = R"({
         "quota": {"requests": {"limit": 100, "remaining": 70, "reset": "2027-01-15T08:00:30Z",
                                "resets_in_ms": 30000},
                   "tokens": {"limit": null, "remaining": 5000, "reset": null, "resets_in_ms": null}},
-        "limits": [{"name": "daily", "used": 2, "limit": 10, "resets_in_ms": 3600000}]},
+        "limits": [{"name": "requests_per_day", "used": 2, "limit": 10, "per": "day",
+                    "resets_in_ms": 3600000}]},
        {"label": "personal", "fingerprint": "sk-...Ab12", "upstream": "https://api.openai.com/v1",
         "state": "available", "resumes_in_ms": 0, "reason": null, "ok": 3, "err": 0, "last_status": 200,
         "in_flight": 0, "max_concurrent": null, "websockets": 0, "last_error": null,
@@ -172,10 +173,11 @@ TEST(TopFrame, ControlCharactersInALabelCannotReachTheTerminal) {
   EXPECT_NE(all.find("te?[2Jam"), std::string::npos) << all;
 }
 
-TEST(TopFrame, QuotasAndBudgetsAreBarsUnderTheirKeyOnlyWhenReported) {
+TEST(TopFrame, QuotasAndOwnLimitsAreBarsUnderTheirKeyOnlyWhenReported) {
   std::vector<std::string> lines = frame(snapshot(), Ui{});
   EXPECT_FALSE(line_with(lines, {"    quota requests [###-------] 70 of 100 left"}).empty()) << joined(lines);
-  EXPECT_FALSE(line_with(lines, {"budget daily [##--------] 2 of 10 used"}).empty()) << joined(lines);
+  EXPECT_FALSE(line_with(lines, {"limit requests_per_day [##--------] 2 of 10 used"}).empty())
+      << joined(lines);
   EXPECT_EQ(joined(lines).find("quota tokens"), std::string::npos) << "no bar without a limit";
   EXPECT_EQ(joined(lines).find("quota", joined(lines).find("personal")), std::string::npos)
       << "no bar for a key without them";
