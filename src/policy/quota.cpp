@@ -200,22 +200,6 @@ std::string spent_reason(QuotaKind kind) {
 
 } // namespace
 
-const char* to_string(QuotaKind kind) {
-  switch (kind) {
-  case QuotaKind::requests:
-    return "requests";
-  case QuotaKind::tokens:
-    return "tokens";
-  case QuotaKind::input_tokens:
-    return "input_tokens";
-  case QuotaKind::output_tokens:
-    return "output_tokens";
-  case QuotaKind::unified:
-    break;
-  }
-  return "unified";
-}
-
 std::string_view& QuotaReader::slot(QuotaKind kind, Figure figure) {
   return m_values.at(static_cast<std::size_t>(kind) * 3 + static_cast<std::size_t>(figure));
 }

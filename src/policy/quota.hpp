@@ -5,6 +5,7 @@
 // relay hands over header names and values and the time.
 #include "policy/types.hpp"
 #include "util/clock.hpp"
+#include "util/quota_figures.hpp"
 
 #include <array>
 #include <cstddef>
@@ -15,20 +16,10 @@
 
 namespace keyshim::policy {
 
-enum class QuotaKind { requests, tokens, input_tokens, output_tokens, unified };
-inline constexpr std::size_t k_quota_kinds = 5;
-// "requests", "tokens", "input_tokens", "output_tokens", "unified".
-const char* to_string(QuotaKind kind);
-
-// One limit as a response reported it; a figure the response did not give
-// (or gave in a form refused as garbage) is nullopt.
-struct QuotaFigures {
-  std::optional<std::uint64_t> limit;
-  std::optional<std::uint64_t> remaining;
-  std::optional<util::TimePoint> reset; // when the limit is whole again
-
-  bool operator==(const QuotaFigures&) const = default;
-};
+using util::k_quota_kinds;
+using util::QuotaFigures;
+using util::QuotaKind;
+using util::to_string;
 
 // Every limit of one response, indexed by QuotaKind. The unified limit of a
 // Claude subscription is given in per cent: limit 100, remaining 100 minus

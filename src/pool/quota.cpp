@@ -11,22 +11,6 @@ constexpr auto k_figure_without_reset = std::chrono::minutes(1);
 
 } // namespace
 
-const char* to_string(QuotaKind kind) {
-  switch (kind) {
-  case QuotaKind::requests:
-    return "requests";
-  case QuotaKind::tokens:
-    return "tokens";
-  case QuotaKind::input_tokens:
-    return "input_tokens";
-  case QuotaKind::output_tokens:
-    return "output_tokens";
-  case QuotaKind::unified:
-    break;
-  }
-  return "unified";
-}
-
 std::optional<double> headroom(const KeyQuota& quota, util::TimePoint now) {
   std::optional<double> least;
   for (const QuotaFigures& figures : quota.kinds) {

@@ -3,6 +3,7 @@
 // (the relay copies them from policy's reading of a response head), and the
 // headroom they leave for choosing among keys (docs/behaviour.md §4.1).
 #include "util/clock.hpp"
+#include "util/quota_figures.hpp"
 
 #include <array>
 #include <chrono>
@@ -13,17 +14,10 @@
 
 namespace keyshim::pool {
 
-enum class QuotaKind { requests, tokens, input_tokens, output_tokens, unified };
-inline constexpr std::size_t k_quota_kinds = 5;
-// "requests", "tokens", "input_tokens", "output_tokens", "unified".
-const char* to_string(QuotaKind kind);
-
-// One limit; a figure the provider did not report is nullopt.
-struct QuotaFigures {
-  std::optional<std::uint64_t> limit;
-  std::optional<std::uint64_t> remaining;
-  std::optional<util::TimePoint> reset; // when the limit is whole again
-};
+using util::k_quota_kinds;
+using util::QuotaFigures;
+using util::QuotaKind;
+using util::to_string;
 
 // The figures of the key's last response that carried any, by QuotaKind.
 struct KeyQuota {

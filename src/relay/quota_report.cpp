@@ -9,12 +9,8 @@ namespace keyshim::relay {
 
 pool::QuotaReport quota_report(const policy::Quota& quota, util::TimePoint now,
                                std::chrono::milliseconds max_cooldown) {
-  static_assert(policy::k_quota_kinds == pool::k_quota_kinds);
   pool::QuotaReport report;
-  for (std::size_t i = 0; i < pool::k_quota_kinds; ++i) {
-    const policy::QuotaFigures& from = quota.kinds.at(i);
-    report.quota.kinds.at(i) = pool::QuotaFigures{from.limit, from.remaining, from.reset};
-  }
+  report.quota.kinds = quota.kinds;
   report.quota.reported = now;
   if (std::optional<policy::SetAside> aside = policy::quota_set_aside(quota, now, max_cooldown)) {
     report.set_aside = aside->wait;
