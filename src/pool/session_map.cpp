@@ -87,13 +87,13 @@ void SessionMap::restore(std::vector<Saved> sessions, util::TimePoint now) {
   // ends up there, and the capacity drops the oldest.
   std::sort(sessions.begin(), sessions.end(),
             [](const Saved& a, const Saved& b) { return a.last_use < b.last_use; });
+  std::chrono::milliseconds ttl;
+  {
+    std::lock_guard lock(m_mutex);
+    ttl = m_ttl;
+  }
   for (const Saved& saved : sessions) {
-    bool current = false;
-    {
-      std::lock_guard lock(m_mutex);
-      current = saved.last_use <= now && saved.last_use + m_ttl > now;
-    }
-    if (current) {
+    if (saved.last_use <= now && saved.last_use + ttl > now) {
       bind(saved.session, saved.key, saved.last_use);
     }
   }

@@ -57,7 +57,10 @@ struct Restored {
 Restored restore_pools(const Json& document, const relay::PoolState& state) {
   Restored restored;
   const Json* pools = document.find("pools");
-  for (const Json& pool : pools ? pools->items() : Json::Array{}) {
+  if (pools == nullptr) {
+    return restored;
+  }
+  for (const Json& pool : pools->items()) {
     std::string name = pool.string_at("name").value_or("");
     for (const relay::ServedPool& served : state.pools) {
       if (served.config->name != name) {
@@ -70,6 +73,12 @@ Restored restore_pools(const Json& document, const relay::PoolState& state) {
     }
   }
   return restored;
+}
+
+// Whether `state` asks for health to be kept: a usable pool file with
+// `state = true`. A state without one keeps what the file holds for a later run.
+bool keeps_state(const relay::PoolState* state) {
+  return state != nullptr && state->config && state->config->server.state;
 }
 
 } // namespace
@@ -85,14 +94,9 @@ StateKeeper::~StateKeeper() {
   }
 }
 
-bool StateKeeper::enabled() const {
-  std::shared_ptr<const relay::PoolState> state = m_states.current();
-  return state && state->config && state->config->server.state;
-}
-
 void StateKeeper::restore() {
   std::shared_ptr<const relay::PoolState> state = m_states.current();
-  if (!enabled()) {
+  if (!keeps_state(state.get())) {
     return;
   }
   std::string error;
@@ -120,8 +124,8 @@ void StateKeeper::restore() {
 
 void StateKeeper::save() {
   std::shared_ptr<const relay::PoolState> state = m_states.current();
-  if (!state || !state->config || !state->config->server.state) {
-    return; // no usable pool file: keep what the file holds for a later run
+  if (!keeps_state(state.get())) {
+    return;
   }
   std::string text = state_text(*state);
   std::lock_guard lock(m_mutex);

@@ -35,7 +35,6 @@ public:
   const std::string& path() const { return m_path; }
 
 private:
-  bool enabled() const;
   void run();
 
   std::string m_path;
