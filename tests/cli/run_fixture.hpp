@@ -119,17 +119,7 @@ protected:
     return keyshim::test::run_binary(run_argv(command), options());
   }
 
-  bool wait_until_ready() const {
-    httplib::Client client("127.0.0.1", m_port);
-    client.set_connection_timeout(0, 200'000);
-    for (int attempt = 0; attempt < 200; ++attempt) {
-      if (client.Get("/health")) {
-        return true;
-      }
-      std::this_thread::sleep_for(25ms);
-    }
-    return false;
-  }
+  bool wait_until_ready() const { return keyshim::test::wait_for_health(m_port); }
 
   void expect_one_request_with_the_pool_key() const {
     ASSERT_TRUE(m_upstream.wait_for_requests(1, 5s));

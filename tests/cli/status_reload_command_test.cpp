@@ -93,17 +93,7 @@ protected:
   }
   RunResult run(std::vector<std::string> args) const { return run(std::move(args), child_options()); }
 
-  bool wait_until_ready() const {
-    httplib::Client client("127.0.0.1", m_port);
-    client.set_connection_timeout(0, 200'000);
-    for (int attempt = 0; attempt < 200; ++attempt) {
-      if (client.Get("/health")) {
-        return true;
-      }
-      std::this_thread::sleep_for(25ms);
-    }
-    return false;
-  }
+  bool wait_until_ready() const { return keyshim::test::wait_for_health(m_port); }
 
   httplib::Result get(const std::string& path, const httplib::Headers& headers = {}) const {
     httplib::Client client("127.0.0.1", m_port);

@@ -85,17 +85,7 @@ protected:
     return PtyProgram({KEYSHIM_BINARY, "top", "-c", m_path}, environment(no_color), 24, 80);
   }
 
-  bool wait_until_ready() const {
-    httplib::Client client("127.0.0.1", m_port);
-    client.set_connection_timeout(0, 200'000);
-    for (int attempt = 0; attempt < 200; ++attempt) {
-      if (client.Get("/health")) {
-        return true;
-      }
-      std::this_thread::sleep_for(25ms);
-    }
-    return false;
-  }
+  bool wait_until_ready() const { return keyshim::test::wait_for_health(m_port); }
 
   int forward_one_request() const {
     httplib::Client client("127.0.0.1", m_port);

@@ -6,9 +6,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <httplib.h>
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 namespace keyshim::test {
 
@@ -198,6 +201,18 @@ std::string make_request(const std::string& method, const std::string& target, c
     request += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
   }
   return request + "\r\n" + body;
+}
+
+bool wait_for_health(int port) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(0, 200'000);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    if (client.Get("/health")) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return false;
 }
 
 } // namespace keyshim::test

@@ -47,6 +47,10 @@ struct RawResponse {
 // kernel chose, close. 0 when no port could be had.
 int unused_loopback_port();
 
+// Whether a server on 127.0.0.1:`port` answers GET /health within about
+// 5 s: a keyshim child started by a test is serving.
+bool wait_for_health(int port);
+
 // Parse one response from the start of `bytes`.
 RawResponse parse_response(const std::string& bytes);
 
