@@ -20,9 +20,18 @@ std::optional<util::TimePoint> model_cooling_end(const ModelHealth* entry, util:
 // Cooldowns only grow: a new one ending at `until` replaces a running one
 // only when it ends later, so a short 503 backoff never cuts a long
 // Retry-After short.
-bool lengthens(std::optional<util::TimePoint> running_end, util::TimePoint until) {
-  return !running_end || *running_end < until;
+// `slack` is how much later it must end to count as longer.
+bool lengthens(std::optional<util::TimePoint> running_end, util::TimePoint until,
+               milliseconds slack = milliseconds(0)) {
+  return !running_end || *running_end + slack < until;
 }
+
+// A 429 and the quota its head reports often name the same reset: the
+// cooling is computed from it a moment after the set-aside was, so the
+// set-aside ends microseconds later. Reset times have a second's resolution;
+// a set-aside replaces a running cooling (and its reason) only when it ends
+// at least that much later.
+constexpr milliseconds k_set_aside_slack{1000};
 
 } // namespace
 
@@ -53,10 +62,10 @@ std::optional<util::TimePoint> HealthCell::cooling_end(util::TimePoint now, cons
 }
 
 void HealthCell::cool(util::TimePoint now, ModelHealth* entry, milliseconds cooldown,
-                      const std::string& reason) {
+                      const std::string& reason, milliseconds slack) {
   const util::TimePoint until = now + cooldown;
   if (entry != nullptr) {
-    if (lengthens(model_cooling_end(entry, now), until)) {
+    if (lengthens(model_cooling_end(entry, now), until, slack)) {
       entry->cooled = true;
       entry->until = until;
       entry->reason = reason;
@@ -64,7 +73,7 @@ void HealthCell::cool(util::TimePoint now, ModelHealth* entry, milliseconds cool
     return;
   }
   std::optional<util::TimePoint> running = key_cooling_end(now);
-  if (health.state != KeyState::disabled && lengthens(running, until)) {
+  if (health.state != KeyState::disabled && lengthens(running, until, slack)) {
     health.state = KeyState::cooling;
     health.until = until;
     health.reason = reason;
@@ -188,7 +197,8 @@ void HealthCell::note_quota(util::TimePoint now, const std::string* model, const
   health.quota = quota.quota;
   quota_seen.store(true, std::memory_order_relaxed);
   if (quota.set_aside > milliseconds(0)) {
-    cool(now, model != nullptr ? &models.get(*model, now) : nullptr, quota.set_aside, quota.reason);
+    cool(now, model != nullptr ? &models.get(*model, now) : nullptr, quota.set_aside, quota.reason,
+         k_set_aside_slack);
   }
 }
 

@@ -49,8 +49,10 @@ public:
   std::optional<util::TimePoint> cooling_end(util::TimePoint now, const std::string* model);
   // Cooling the key (`entry` nullptr) or the model `entry` on it until
   // now + cooldown, never shortening a longer cooling and never waking a
-  // disabled key.
-  void cool(util::TimePoint now, ModelHealth* entry, milliseconds cooldown, const std::string& reason);
+  // disabled key; a running cooling is replaced only by one ending more than
+  // `slack` later.
+  void cool(util::TimePoint now, ModelHealth* entry, milliseconds cooldown, const std::string& reason,
+            milliseconds slack = milliseconds(0));
 
   // Whether the key, available otherwise, has reached one of its own limits.
   bool over_limits(util::TimePoint now, const config::Limits& limits);

@@ -116,6 +116,17 @@ TEST_F(KeyPoolQuotaTest, ASetAsideNeverShortensALongerCooldownNorWakesADisabledK
   EXPECT_EQ(pool.health(1).state, KeyState::disabled);
 }
 
+TEST_F(KeyPoolQuotaTest, ASetAsideNamingTheSameResetAsA429KeepsThe429sReason) {
+  KeyPool pool = make_pool(Strategy::ordered, {"a", "b"});
+  Report report = test::cool(429, 119'990ms, false, "429 anthropic-ratelimit-requests-reset");
+  report.quota = served(figures(100, 0, m_clock.now() + 120s), 120s).quota;
+  pool.report(0, nullptr, report);
+  EXPECT_EQ(pool.health(0).reason, "429 anthropic-ratelimit-requests-reset");
+  pool.report(0, nullptr, served(figures(100, 0, m_clock.now() + 5min), 5min));
+  EXPECT_EQ(pool.health(0).until, m_clock.now() + 5min) << "a set-aside that ends later still extends it";
+  EXPECT_EQ(pool.health(0).reason, "quota: 0 requests left");
+}
+
 TEST_F(KeyPoolQuotaTest, RoundRobinPrefersKeysWithHeadroom) {
   KeyPool pool = make_pool(Strategy::round_robin);
   left(pool, 0, 5);  // below a tenth
