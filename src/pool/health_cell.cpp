@@ -20,7 +20,7 @@ std::optional<util::TimePoint> model_cooling_end(const ModelHealth* entry, util:
 // Cooldowns only grow: a new one ending at `until` replaces a running one
 // only when it ends later, so a short 503 backoff never cuts a long
 // Retry-After short.
-// `slack` is how much later it must end to count as longer.
+// It must end more than `slack` later to count as longer.
 bool lengthens(std::optional<util::TimePoint> running_end, util::TimePoint until,
                milliseconds slack = milliseconds(0)) {
   return !running_end || *running_end + slack < until;
@@ -30,7 +30,7 @@ bool lengthens(std::optional<util::TimePoint> running_end, util::TimePoint until
 // cooling is computed from it a moment after the set-aside was, so the
 // set-aside ends microseconds later. Reset times have a second's resolution;
 // a set-aside replaces a running cooling (and its reason) only when it ends
-// at least that much later.
+// more than that later.
 constexpr milliseconds k_set_aside_slack{1000};
 
 } // namespace
