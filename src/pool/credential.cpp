@@ -1,6 +1,7 @@
 #include "pool/credential.hpp"
 
 #include <algorithm>
+#include <atomic>
 
 namespace keyshim::pool {
 namespace {
@@ -19,7 +20,13 @@ constexpr milliseconds k_longest_retry = minutes(5);
 // run the command in a loop.
 constexpr milliseconds k_shortest_gap = seconds(1);
 
+std::atomic<std::uint64_t> g_token_epoch{0};
+
 } // namespace
+
+std::uint64_t token_epoch() {
+  return g_token_epoch.load(std::memory_order_acquire);
+}
 
 Credential::Credential(util::Secret token, const config::KeyCommand& command, util::TimePoint now)
     : m_token(std::make_shared<const util::Secret>(std::move(token))), m_interval(command.refresh),
@@ -89,6 +96,7 @@ void Credential::take(util::Secret token, std::optional<util::TimePoint> expires
   if (!m_token->equals(token.reveal())) {
     m_token = std::make_shared<const util::Secret>(std::move(token));
     ++m_generation;
+    g_token_epoch.fetch_add(1, std::memory_order_release);
   }
   m_expires = expires;
   m_rejected = false;

@@ -21,6 +21,10 @@ namespace keyshim::pool {
 
 using std::chrono::milliseconds;
 
+// Counts token changes in the whole process: what redaction reads to know
+// when to look at the tokens again (relay/redact.hpp).
+std::uint64_t token_epoch();
+
 class Credential {
 public:
   // The token a run of `command` printed at `now` (the pool file's load).

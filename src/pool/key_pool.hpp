@@ -140,6 +140,7 @@ struct RefreshReport {
   std::optional<util::TimePoint> next;    // the next run, if scheduled
   std::optional<util::TimePoint> expires; // of the token in use
   bool cooling = false;                   // no usable token left: cooling until the next run
+  std::string reason;                     // a failure's reason as kept: the token shown as its fingerprint
 };
 
 struct Counts {
@@ -271,6 +272,8 @@ public:
   RefreshReport finish_refresh(std::size_t index, RefreshResult result);
   // When the next run of any key's command is due, if one is scheduled.
   std::optional<util::TimePoint> next_refresh() const;
+  // Changes whenever a key_cmd token changes, in any pool (pool::token_epoch).
+  static std::uint64_t token_epoch();
 
   KeyHealth health(std::size_t index) const;
   // The use against each of the key's own limits that is set.

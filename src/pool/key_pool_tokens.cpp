@@ -100,6 +100,7 @@ RefreshReport KeyPool::finish_refresh(std::size_t index, RefreshResult result) {
     }
   } else {
     milliseconds wait = credential.fail(without_secret(std::move(result.reason), *credential.token()), now);
+    report.reason = credential.error();
     if (!credential.valid(now)) {
       cell.cool(now, nullptr, wait, credential.error());
       report.cooling = cell.health.state == KeyState::cooling;
@@ -127,6 +128,10 @@ std::optional<util::TimePoint> KeyPool::next_refresh() const {
     }
   }
   return earliest;
+}
+
+std::uint64_t KeyPool::token_epoch() {
+  return pool::token_epoch();
 }
 
 // A reload kept key `index` (its cell is the previous pool's): the reload's
