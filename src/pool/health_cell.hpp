@@ -37,7 +37,7 @@ public:
   mutable std::mutex mutex;
   KeyHealth health;
   ModelTable models;
-  BudgetUse budget; // use against the key's own limits (config::Limits)
+  BudgetUse budget;                     // use against the key's own limits (config::Limits)
   std::optional<Credential> credential; // a key_cmd key's token (pool/credential.hpp)
 
   // A cooldown that has ended reads, and from now on is, available.
