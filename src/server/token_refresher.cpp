@@ -100,7 +100,7 @@ std::optional<util::TimePoint> TokenRefresher::run_due_commands(const relay::Poo
   for (const relay::ServedPool& pool : state.pools) {
     for (std::size_t i = 0; i < pool.keys->size(); ++i) {
       if (std::optional<std::vector<std::string>> argv = pool.keys->begin_refresh(i)) {
-        refresh(pool, i, std::move(*argv));
+        refresh(pool, i, *argv);
         ran = true;
       }
     }
@@ -120,7 +120,7 @@ std::optional<util::TimePoint> TokenRefresher::run_due_commands(const relay::Poo
 
 // One run of key `index`'s command, its result handed to the pool and logged.
 void TokenRefresher::refresh(const relay::ServedPool& pool, std::size_t index,
-                             std::vector<std::string> argv) {
+                             const std::vector<std::string>& argv) {
   config::CommandLimits limits;
   limits.collect_stderr = true; // for status; the log is keyshim's, not the command's
   config::SecretOutcome outcome = config::secret_from_command(argv, limits);

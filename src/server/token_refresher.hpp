@@ -38,7 +38,7 @@ public:
 private:
   void run();
   std::optional<util::TimePoint> run_due_commands(const relay::PoolState& state);
-  void refresh(const relay::ServedPool& pool, std::size_t index, std::vector<std::string> argv);
+  void refresh(const relay::ServedPool& pool, std::size_t index, const std::vector<std::string>& argv);
 
   const relay::StateSource& m_states;
   std::function<void()> m_changed;
