@@ -7,8 +7,7 @@ namespace keyshim::relay {
 using namespace std::chrono;
 
 AttemptPlan::AttemptPlan(std::size_t keys, int max_attempts)
-    : m_excluded(keys, false), m_retried(keys, false), m_cooled(keys, false), m_renewed(keys, false),
-      m_max_attempts(max_attempts) {
+    : m_excluded(keys, false), m_retried(keys, false), m_cooled(keys, false), m_max_attempts(max_attempts) {
 }
 
 void AttemptPlan::begin() {
@@ -21,6 +20,7 @@ void AttemptPlan::begin() {
 }
 
 void AttemptPlan::renew(std::size_t index, MonoTime until) {
+  m_renewed.resize(m_excluded.size(), false); // allocated by the rare request that needs it
   m_renewed.at(index) = true;
   m_renewal = Renewal{index, until};
   m_repeat = index;
@@ -71,7 +71,7 @@ void AttemptPlan::rekey(const pool::KeyPool& from, const pool::KeyPool& to) {
         excluded[j] = m_excluded[i];
         retried[j] = m_retried[i];
         cooled[j] = m_cooled[i];
-        renewed[j] = m_renewed[i];
+        renewed[j] = i < m_renewed.size() && m_renewed[i];
         repeat = m_repeat == i ? std::optional<std::size_t>(j) : repeat;
         if (m_renewal && m_renewal->key == i) {
           renewal = Renewal{j, m_renewal->until};

@@ -44,7 +44,7 @@ public:
 
   // ---- a key_cmd key's token refused with 401 (docs/behaviour.md §5)
   // Whether key `index` may still get a new token for this request: once.
-  bool may_renew(std::size_t index) const { return !m_renewed.at(index); }
+  bool may_renew(std::size_t index) const { return index >= m_renewed.size() || !m_renewed[index]; }
   // Key `index` runs its command for a new token: the next attempt is on
   // that key, waiting for the token until `until`, and it does not count
   // against max_attempts. No new token by then: the key is excluded.
@@ -120,7 +120,7 @@ private:
     MonoTime until;
   };
   std::optional<Renewal> m_renewal;
-  std::vector<bool> m_renewed; // keys that got a new token for this request
+  std::vector<bool> m_renewed; // keys that got a new token for this request (empty until one did)
   int m_renewals = 0;          // attempts with a renewed token (not counted)
   int m_attempts = 0;
   int m_max_attempts;
