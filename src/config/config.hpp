@@ -3,6 +3,7 @@
 // rest of keyshim trusts it without re-validating.
 #include "config/model_filter.hpp"
 #include "config/proxy.hpp"
+#include "util/clock.hpp"
 #include "util/secret.hpp"
 
 #include <array>
@@ -126,6 +127,13 @@ struct UpstreamSettings {
   DayZone day_zone;
 };
 
+// A key_cmd key: the command, run again to refresh the key (behaviour.md §10).
+struct KeyCommand {
+  std::vector<std::string> argv;
+  std::optional<milliseconds> refresh;    // key_cmd_refresh: run it again this long after each run
+  std::optional<util::TimePoint> expires; // the expiry the load's run reported, if any
+};
+
 struct KeyConfig {
   std::string label; // defaults to the fingerprint
   util::Secret secret;
@@ -139,6 +147,7 @@ struct KeyConfig {
   std::optional<ProxyUrl> proxy;
   Limits limits;      // the key's own, else its pool's
   std::string source; // where the secret came from: "key", "key_env OPENAI_KEY", "key_cmd pass"
+  std::optional<KeyCommand> command; // set for a key_cmd key whose command ran
 };
 
 // The name under which logs and status show the pool of the top-level

@@ -54,8 +54,15 @@ std::optional<ReadKey> PoolReader::read_key(const toml::table& table, const Upst
   KeyEntry entry;
   read_settings(Section::key, table, {nullptr, nullptr, &entry}, context);
 
+  if (entry.key_cmd_refresh && !table.contains("key_cmd")) {
+    report(table.get("key_cmd_refresh")->source(),
+           fmt::format("{}: \"key_cmd_refresh\" refreshes a key that \"key_cmd\" prints; remove it, or get "
+                       "this key from a command",
+                       context));
+  }
   std::string source;
-  std::optional<util::Secret> secret = resolve_secret(table, entry, context, source);
+  std::optional<util::TimePoint> expires;
+  std::optional<util::Secret> secret = resolve_secret(table, entry, context, source, expires);
   if (!secret) {
     return std::nullopt;
   }
@@ -83,11 +90,15 @@ std::optional<ReadKey> PoolReader::read_key(const toml::table& table, const Upst
     report(std::move(proxy.problem));
   }
   read.key.source = std::move(source);
+  if (entry.key_cmd) {
+    read.key.command = KeyCommand{*entry.key_cmd, entry.key_cmd_refresh, expires};
+  }
   return read;
 }
 
 std::optional<util::Secret> PoolReader::resolve_secret(const toml::table& table, KeyEntry& entry,
-                                                       const std::string& context, std::string& source) {
+                                                       const std::string& context, std::string& source,
+                                                       std::optional<util::TimePoint>& expires) {
   std::vector<std::string_view> given;
   for (std::string_view name : k_key_sources) {
     if (table.contains(name)) {
@@ -137,6 +148,7 @@ std::optional<util::Secret> PoolReader::resolve_secret(const toml::table& table,
   if (!outcome.secret) {
     report(where, fmt::format("{}: \"{}\" {}", context, given[0], outcome.error));
   }
+  expires = outcome.expires;
   return std::move(outcome.secret);
 }
 

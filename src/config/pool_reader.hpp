@@ -51,7 +51,8 @@ private:
   std::optional<ReadKey> read_key(const toml::table& table, const UpstreamSettings& pool,
                                   std::string context);
   std::optional<util::Secret> resolve_secret(const toml::table& table, KeyEntry& entry,
-                                             const std::string& context, std::string& source);
+                                             const std::string& context, std::string& source,
+                                             std::optional<util::TimePoint>& expires);
   void check_duplicates(const std::vector<ReadKey>& keys);
   std::vector<Problem> sorted_problems();
 

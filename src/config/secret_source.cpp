@@ -1,6 +1,7 @@
 #include "config/secret_source.hpp"
 
 #include "config/text_helpers.hpp"
+#include "config/token_output.hpp"
 #include "config/value_parsers.hpp"
 #include "util/duration.hpp"
 #include "util/subprocess.hpp"
@@ -8,18 +9,22 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
-#include <cstring>
 
 namespace keyshim::config {
 namespace {
 
-// The key is the first line: `pass show` prints the password first and
-// metadata after it.
-std::string first_line_trimmed(const std::string& output) {
-  std::string line = output.substr(0, output.find('\n'));
-  while (!line.empty() && std::strchr(" \t\r\n\f\v", line.back()) != nullptr) {
-    line.pop_back();
+// The first line of stderr, with anything the command printed on stdout's
+// first line (a key, on some failure paths) shown as its fingerprint.
+std::string error_line_of(const util::SubprocessResult& run) {
+  std::string line = first_error_line(run.errors);
+  std::string printed = run.output.substr(0, run.output.find('\n'));
+  constexpr std::size_t k_shortest_shown = 8; // shorter output is no key worth hiding in a line
+  if (printed.size() >= k_shortest_shown) {
+    for (std::size_t at = line.find(printed); at != std::string::npos; at = line.find(printed, at)) {
+      line.replace(at, printed.size(), util::fingerprint_of(printed));
+    }
   }
+  util::wipe(printed);
   return line;
 }
 
@@ -28,30 +33,35 @@ std::string first_line_trimmed(const std::string& output) {
 SecretOutcome secret_from_env(const std::string& name) {
   const char* value = std::getenv(name.c_str());
   if (value == nullptr) {
-    return {std::nullopt, fmt::format("names {}, which is not set", name)};
+    return {std::nullopt, fmt::format("names {}, which is not set", name), std::nullopt, ""};
   }
   std::string problem = key_material_problem(value);
   if (!problem.empty()) {
-    return {std::nullopt, fmt::format("names {}, whose value {}", name, problem)};
+    return {std::nullopt, fmt::format("names {}, whose value {}", name, problem), std::nullopt, ""};
   }
-  return {util::Secret(value), ""};
+  return {util::Secret(value), "", std::nullopt, ""};
 }
 
 SecretOutcome secret_from_command(const std::vector<std::string>& argv, const CommandLimits& limits) {
   const std::string& program = argv.at(0);
-  auto failed = [&](const std::string& what) {
-    return SecretOutcome{std::nullopt, fmt::format("runs \"{}\", which {}", program, what)};
-  };
   // issue 9: in its own process group, so that a background job it leaves
   // holding stdout neither delays the key nor outlives it.
   util::SubprocessOptions options;
   options.max_output = limits.max_output;
   options.timeout = limits.timeout;
   options.own_process_group = true;
+  options.collect_stderr = limits.collect_stderr;
   util::SubprocessResult run = util::run_subprocess(argv, options);
-  // A Secret at once, so the key's bytes are wiped on every path out of here.
-  util::Secret key(first_line_trimmed(run.output));
+  SecretOutcome outcome;
+  outcome.error_line = error_line_of(run);
+  // Read at once, so the key's bytes are wiped on every path out of here.
+  std::string problem;
+  std::optional<TokenOutput> token = read_token_output(run.output, util::system_clock().now(), problem);
   util::wipe(run.output);
+  auto failed = [&](const std::string& what) {
+    outcome.error = fmt::format("runs \"{}\", which {}", program, what);
+    return outcome;
+  };
   if (!run.started()) {
     return failed(fmt::format("could not be started: {}", errno_text(run.start_error)));
   }
@@ -71,13 +81,12 @@ SecretOutcome secret_from_command(const std::vector<std::string>& argv, const Co
   if (*run.exit_code != 0) {
     return failed(fmt::format("exited with status {}", *run.exit_code));
   }
-  if (key.empty()) {
-    return failed("printed nothing");
+  if (!token) {
+    return failed("printed " + problem);
   }
-  if (std::string bad = key_material_problem(key.reveal()); !bad.empty()) {
-    return failed(fmt::format("printed a first line that {}", bad));
-  }
-  return {std::move(key), ""};
+  outcome.secret = std::move(token->token);
+  outcome.expires = token->expires;
+  return outcome;
 }
 
 } // namespace keyshim::config

@@ -37,6 +37,7 @@ template <auto Member> void apply_member(SettingTarget& target, SettingValue&& v
 }
 
 constexpr std::int64_t k_ms = 1;
+constexpr std::int64_t k_second_ms = 1'000;
 constexpr std::int64_t k_day_ms = 86'400'000;
 constexpr std::int64_t k_max_attempts_limit = 20;
 constexpr std::int64_t k_hour_ms = 3'600'000;
@@ -146,6 +147,10 @@ std::vector<Setting> make_table() {
       {"key_cmd", S::key, T::command, "", true,
        "command (argv, no shell) whose first output line is the key, e.g. [\"pass\", \"show\", \"x\"]", 0, 0,
        apply_member<&KeyEntry::key_cmd>},
+      {"key_cmd_refresh", S::key, T::duration, "", true,
+       "run key_cmd again this long after each run, for tokens that expire; a token whose JSON output "
+       "reports its expiry is refreshed before it anyway",
+       k_second_ms, 7 * k_day_ms, apply_member<&KeyEntry::key_cmd_refresh>},
       {"base_url", S::key, T::url, "", true, "per-key override of the pool's base_url", 0, 0,
        apply_member<&KeyEntry::base_url>},
       {"auth", S::key, T::auth, "", true, "per-key override of the pool's auth", 0, 0,

@@ -51,6 +51,7 @@ struct KeyEntry {
   std::optional<util::Secret> key;
   std::optional<std::string> key_env;
   std::optional<std::vector<std::string>> key_cmd;
+  std::optional<milliseconds> key_cmd_refresh;
   std::optional<UpstreamUrl> base_url;
   std::optional<Auth> auth;
   std::optional<std::string> ca_file;

@@ -100,6 +100,9 @@ Admission HealthCell::admit(util::TimePoint now, int max_concurrent, const std::
   if (health.state != KeyState::available) {
     return Admission::ineligible;
   }
+  if (credential && !credential->valid(now)) {
+    return Admission::busy; // its command runs (or is about to) for a token
+  }
   if (max_concurrent > 0 && health.in_flight >= max_concurrent) {
     return Admission::busy;
   }

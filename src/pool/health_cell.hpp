@@ -6,6 +6,7 @@
 // still holding the old pool release and report into the same cell. Not
 // thread-safe by itself: callers hold `mutex` for every call.
 #include "pool/budget.hpp"
+#include "pool/credential.hpp"
 #include "pool/key_pool.hpp"
 #include "pool/model_health.hpp"
 #include "pool/saved_health.hpp"
@@ -23,7 +24,8 @@ namespace keyshim::pool {
 // Whether a request may take the key now.
 enum class Admission {
   ineligible, // cooling or disabled, for every model or for this one
-  busy,       // at max_concurrent, or its model's probe is in flight: free again soon
+  busy,       // at max_concurrent, its model's probe is in flight, or its key_cmd runs for a
+              // new token: free again soon
   taken,      // counted in flight
   probe,      // counted in flight, and this request probes its model after a cooldown
 };
@@ -36,7 +38,8 @@ public:
   mutable std::mutex mutex;
   KeyHealth health;
   ModelTable models;
-  BudgetUse budget; // use against the key's own limits (config::Limits)
+  BudgetUse budget;                     // use against the key's own limits (config::Limits)
+  std::optional<Credential> credential; // a key_cmd key's token (pool/credential.hpp)
   // Set once health.quota is: read without the mutex, so that choosing
   // among keys whose provider never reports limits takes no lock for them.
   std::atomic<bool> quota_seen{false};

@@ -43,6 +43,9 @@ KeyPool::KeyPool(std::vector<config::KeyConfig> keys, config::Strategy strategy,
   m_cells.reserve(m_keys.size());
   for (std::size_t i = 0; i < m_keys.size(); ++i) {
     m_cells.push_back(std::make_shared<HealthCell>());
+    if (const std::optional<config::KeyCommand>& command = m_keys[i].command) {
+      m_cells.back()->credential.emplace(m_keys[i].secret, *command, m_clock.now());
+    }
   }
   m_models_restricted = std::any_of(m_keys.begin(), m_keys.end(),
                                     [](const config::KeyConfig& key) { return key.models.restricted(); });
@@ -61,8 +64,12 @@ std::shared_ptr<KeyPool> KeyPool::reloaded(const KeyPool& previous, std::vector<
   for (std::size_t i = 0; i < pool->m_keys.size(); ++i) {
     const std::string& fingerprint = pool->m_keys[i].secret.fingerprint();
     for (std::size_t j = 0; j < previous.m_keys.size(); ++j) {
-      if (!taken[j] && previous.m_keys[j].secret.fingerprint() == fingerprint) {
+      // A key_cmd key may send a newer token than the one it was loaded with.
+      bool same = previous.m_keys[j].secret.fingerprint() == fingerprint ||
+                  (previous.m_keys[j].command && previous.fingerprint(j) == fingerprint);
+      if (!taken[j] && same) {
         pool->m_cells[i] = previous.m_cells[j];
+        pool->carry_token(i);
         taken[j] = true;
         break;
       }
@@ -372,8 +379,8 @@ std::vector<KeySnapshot> KeyPool::snapshot() const {
   out.reserve(m_keys.size());
   for (std::size_t i = 0; i < m_keys.size(); ++i) {
     const config::KeyConfig& key = m_keys[i];
-    out.push_back(KeySnapshot{key.label, key.secret.fingerprint(), key.base_url.text(), health(i), key.models,
-                              sessions[i], key.max_concurrent, limits(i)});
+    out.push_back(KeySnapshot{key.label, fingerprint(i), key.base_url.text(), health(i), key.models,
+                              sessions[i], key.max_concurrent, limits(i), token_status(i)});
   }
   return out;
 }
@@ -386,7 +393,10 @@ std::vector<SavedKey> KeyPool::save() const {
     HealthCell& cell = *m_cells[i];
     std::lock_guard lock(cell.mutex);
     out.push_back(cell.save(now));
-    out.back().fingerprint = m_keys[i].secret.fingerprint();
+    // A key_cmd key's by the token it sends now: gcloud and az hand that
+    // same token to the restart's run while it is good.
+    out.back().fingerprint =
+        cell.credential ? cell.credential->token()->fingerprint() : m_keys[i].secret.fingerprint();
   }
   for (const SessionMap::Saved& session : m_sessions->live(now)) {
     if (std::optional<std::size_t> index = index_of(session.key)) {

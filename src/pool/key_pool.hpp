@@ -101,15 +101,46 @@ struct Report {
   std::optional<QuotaReport> quota;    // the rate limits the response reported, if it did
 };
 
+// A key_cmd key's token, as status shows it (never the token itself).
+struct TokenStatus {
+  std::optional<util::TimePoint> expires;  // as its command reported it
+  std::optional<util::TimePoint> next_run; // when its command runs next, if it is scheduled
+  std::uint64_t refreshes = 0;             // runs that gave a token since start (the load's excluded)
+  std::string error;                       // why its last run failed; "" after a success
+};
+
 struct KeySnapshot {
   std::string label;
-  std::string fingerprint;
+  std::string fingerprint;        // of the token in use now (a key_cmd key's may be newer than its file's)
   std::string upstream;           // base_url text
   KeyHealth health;               // a key over one of its own limits reads as cooling until the window ends
   config::ModelFilter models{};   // which models it serves
   std::size_t sessions = 0;       // named sessions bound to the key (SessionMap), used within the ttl
   int max_concurrent = 0;         // 0: unlimited
   std::vector<LimitUse> limits{}; // use against each of its own limits that is set
+  std::optional<TokenStatus> token{}; // key_cmd keys only
+};
+
+// The secret a request is sent with.
+struct SecretInUse {
+  std::shared_ptr<const util::Secret> secret; // never null
+  std::uint64_t generation = 0;               // a key_cmd key's token generation; 0 for other keys
+};
+
+// What one run of a key's command gave (KeyPool::finish_refresh).
+struct RefreshResult {
+  std::optional<util::Secret> token;
+  std::optional<util::TimePoint> expires; // the expiry its output reported
+  std::string reason;                     // when no token: why, fit to show (never the token)
+};
+
+// What finish_refresh made of it, for the log.
+struct RefreshReport {
+  bool changed = false;                   // a new token
+  std::optional<util::TimePoint> next;    // the next run, if scheduled
+  std::optional<util::TimePoint> expires; // of the token in use
+  bool cooling = false;                   // no usable token left: cooling until the next run
+  std::string reason;                     // a failure's reason as kept: the token shown as its fingerprint
 };
 
 struct Counts {
@@ -153,7 +184,9 @@ public:
 
   // A new pool for a reloaded file. Keys whose fingerprint also exists in
   // `previous` share its health (cooling keeps cooling, disabled stays
-  // disabled, in-flight counts continue); new keys start available.
+  // disabled, in-flight counts continue); new keys start available. A
+  // key_cmd key matches by the token it sends now as well, and takes the
+  // reload's token and settings.
   static std::shared_ptr<KeyPool> reloaded(const KeyPool& previous, std::vector<config::KeyConfig> keys,
                                            config::Strategy strategy);
 
@@ -216,6 +249,32 @@ public:
   // took something back. Call before the pool serves a request.
   std::size_t restore(const std::vector<SavedKey>& saved, milliseconds cap);
 
+  // ---- key_cmd keys' tokens (pool/credential.hpp). Other keys send their
+  // configured secret, unchanged until a reload.
+  // The secret a request with `index` sends now: cheap, and lock-free for a
+  // key without a command.
+  SecretInUse secret(std::size_t index) const;
+  // The fingerprint of that secret.
+  std::string fingerprint(std::size_t index) const;
+  // A 401 answered the token of `generation`: true for a key_cmd key, whose
+  // token is no longer sent and whose command runs (or ran already) for a
+  // new one; false for other keys.
+  bool reject_secret(std::size_t index, std::uint64_t generation);
+  // The key has no token to send now and waits for its command's run (it is
+  // not cooling: that run has not failed).
+  bool awaiting_secret(std::size_t index) const;
+  // For the thread that runs the commands: the command of `index` when a run
+  // is due now, which is then running until finish_refresh.
+  std::optional<std::vector<std::string>> begin_refresh(std::size_t index);
+  // The run began with begin_refresh ended. A token replaces the one in use
+  // (requests already sent keep theirs); a failure leaves the key cooling
+  // with `reason` until the next run when it has no valid token left.
+  RefreshReport finish_refresh(std::size_t index, RefreshResult result);
+  // When the next run of any key's command is due, if one is scheduled.
+  std::optional<util::TimePoint> next_refresh() const;
+  // Changes whenever a key_cmd token changes, in any pool (pool::token_epoch).
+  static std::uint64_t token_epoch();
+
   KeyHealth health(std::size_t index) const;
   // The use against each of the key's own limits that is set.
   std::vector<LimitUse> limits(std::size_t index) const;
@@ -229,6 +288,8 @@ public:
 
 private:
   struct Search;
+  void carry_token(std::size_t index);
+  std::optional<TokenStatus> token_status(std::size_t index) const;
   std::vector<std::size_t> candidates(const std::vector<bool>& excluded) const;
   void prefer_headroom(std::vector<std::size_t>& order, util::TimePoint now) const;
   std::optional<std::size_t> take_first(const std::vector<std::size_t>& candidates, Search& search);

@@ -10,6 +10,22 @@ AttemptPlan::AttemptPlan(std::size_t keys, int max_attempts)
     : m_excluded(keys, false), m_retried(keys, false), m_cooled(keys, false), m_max_attempts(max_attempts) {
 }
 
+void AttemptPlan::begin() {
+  if (m_renewal) {
+    m_renewal.reset(); // the mask allowed only its key
+    ++m_renewals;
+  } else {
+    ++m_attempts;
+  }
+}
+
+void AttemptPlan::renew(std::size_t index, MonoTime until) {
+  m_renewed.resize(m_excluded.size(), false); // allocated by the rare request that needs it
+  m_renewed.at(index) = true;
+  m_renewal = Renewal{index, until};
+  m_repeat = index;
+}
+
 std::vector<bool> AttemptPlan::mask() const {
   if (!m_repeat) {
     return m_excluded;
@@ -25,6 +41,7 @@ bool AttemptPlan::drop_repeat() {
   }
   m_excluded[*m_repeat] = true;
   m_repeat.reset();
+  m_renewal.reset();
   return true;
 }
 
@@ -43,15 +60,22 @@ void AttemptPlan::rekey(const pool::KeyPool& from, const pool::KeyPool& to) {
   std::vector<bool> excluded(to.size(), false);
   std::vector<bool> retried(to.size(), false);
   std::vector<bool> cooled(to.size(), false);
+  std::vector<bool> renewed(to.size(), false);
   std::optional<std::size_t> repeat;
+  std::optional<Renewal> renewal;
   for (std::size_t i = 0; i < from.size() && i < m_excluded.size(); ++i) {
-    const std::string& fingerprint = from.key(i).secret.fingerprint();
+    // By the token each key sends now: a key_cmd key's may be newer than its file's.
+    const std::string fingerprint = from.fingerprint(i);
     for (std::size_t j = 0; j < to.size(); ++j) {
-      if (to.key(j).secret.fingerprint() == fingerprint) {
+      if (to.fingerprint(j) == fingerprint) {
         excluded[j] = m_excluded[i];
         retried[j] = m_retried[i];
         cooled[j] = m_cooled[i];
+        renewed[j] = i < m_renewed.size() && m_renewed[i];
         repeat = m_repeat == i ? std::optional<std::size_t>(j) : repeat;
+        if (m_renewal && m_renewal->key == i) {
+          renewal = Renewal{j, m_renewal->until};
+        }
         break;
       }
     }
@@ -59,7 +83,9 @@ void AttemptPlan::rekey(const pool::KeyPool& from, const pool::KeyPool& to) {
   m_excluded = std::move(excluded);
   m_retried = std::move(retried);
   m_cooled = std::move(cooled);
+  m_renewed = std::move(renewed);
   m_repeat = repeat;
+  m_renewal = renewal;
 }
 
 Answer AttemptPlan::final_answer() const {

@@ -26,18 +26,34 @@ public:
   // The keys the next acquire must skip: those excluded for this request,
   // or every key but the one to repeat.
   std::vector<bool> mask() const;
-  bool out_of_attempts() const { return m_attempts >= m_max_attempts; }
+  // A retry with a renewed token is due even past max_attempts.
+  bool out_of_attempts() const { return m_attempts >= m_max_attempts && !m_renewal; }
   int attempts() const { return m_attempts; }
+  // Attempts made, the retries with a renewed token included (for the log).
+  int attempts_made() const { return m_attempts + m_renewals; }
   // The key to repeat was not eligible (its failure cooled it): exclude it.
   // False when no key was being repeated.
   bool drop_repeat();
-  // An attempt begins.
-  void begin() { ++m_attempts; }
+  // An attempt begins: counted, unless it is the retry with a renewed token.
+  void begin();
   // The verdict on the attempt with `index` said to try again: the same key
   // once (retry_same_key, the first time for that key), else another key.
   // `cooled`: the verdict cooled the key (for the request's model or all):
   // a wait is for that cooldown to end (readmit_cooled).
   void after_failure(std::size_t index, policy::Action action, bool cooled = false);
+
+  // ---- a key_cmd key's token refused with 401 (docs/behaviour.md §5)
+  // Whether key `index` may still get a new token for this request: once.
+  bool may_renew(std::size_t index) const { return index >= m_renewed.size() || !m_renewed[index]; }
+  // Key `index` runs its command for a new token: the next attempt is on
+  // that key, waiting for the token until `until`, and it does not count
+  // against max_attempts. No new token by then: the key is excluded.
+  void renew(std::size_t index, MonoTime until);
+  // The key whose new token the request waits for, if any.
+  std::optional<std::size_t> renewing() const {
+    return m_renewal ? std::optional(m_renewal->key) : std::nullopt;
+  }
+  MonoTime renewal_until() const { return m_renewal ? m_renewal->until : MonoTime{}; }
 
   // A reload gave the request's pool new keys (`to`, built from `from`): what
   // it remembers of a key follows that key by fingerprint, and a key only
@@ -99,6 +115,13 @@ private:
   std::vector<bool> m_retried; // keys already repeated once
   std::vector<bool> m_cooled;  // excluded keys whose failure cooled them
   std::optional<std::size_t> m_repeat;
+  struct Renewal {
+    std::size_t key = 0;
+    MonoTime until;
+  };
+  std::optional<Renewal> m_renewal;
+  std::vector<bool> m_renewed; // keys that got a new token for this request (empty until one did)
+  int m_renewals = 0;          // attempts with a renewed token (not counted)
   int m_attempts = 0;
   int m_max_attempts;
   std::vector<std::string> m_tried;

@@ -15,6 +15,11 @@ namespace {
 
 using namespace std::chrono;
 
+// How long a request waits for the new token of a key that answered 401: a
+// key_cmd run is killed after 10 s, and the refresher may be finishing
+// another key's run first.
+constexpr milliseconds k_new_token_wait = seconds(15);
+
 std::string path_of(std::string_view target) {
   return std::string(target.substr(0, target.find('?'))); // a query may carry a key
 }
@@ -64,6 +69,9 @@ void Exchange::choose_key() {
       answer(unserved_model_answer(*model(), *m_served->config));
       return;
     }
+    if (wait_for_token()) {
+      return;
+    }
     if (m_plan.drop_repeat()) {
       continue; // the key went cooling after its failure: move on
     }
@@ -96,20 +104,22 @@ void Exchange::attempt(pool::Selection selection) {
   const std::size_t index = *selection.index;
   m_plan.begin();
   m_quota.reset();
-  m_record.attempts = m_plan.attempts();
+  m_record.attempts = m_plan.attempts_made();
   m_lease =
       KeyLease(*m_pool, index, selection.probe ? model() : nullptr, m_context.waits, m_served->config->name);
   const config::KeyConfig& key = m_pool->key(index);
   if (selection.reached_limit) {
     log_limit_reached(key.label, m_pool->limits(index), m_context.wall.now());
   }
+  const pool::SecretInUse secret = m_pool->secret(index);
   std::optional<std::size_t> body_size;
   if (!m_request.body().empty() || m_request.has_content_length() || m_request.chunked()) {
     body_size = m_request.body().size();
   }
   UpstreamAttempt::Request request{
-      upstream_head(m_request.base(), upstream_target(m_request.target(), m_served->query_auth_params, key),
-                    key, body_size),
+      upstream_head(m_request.base(),
+                    upstream_target(m_request.target(), m_served->query_auth_params, key, *secret.secret),
+                    key, *secret.secret, body_size),
       &m_request.body(), m_request.method() == http::verb::head, m_state->tls, &m_served->origins.at(index)};
   auto upstream = std::make_shared<UpstreamAttempt>(
       m_context.upstreams, key, std::move(request), m_client->piece_buffer(), k_piece_size,
@@ -117,6 +127,7 @@ void Exchange::attempt(pool::Selection selection) {
   Trying& trying = m_phase.emplace<Trying>();
   trying.upstream = upstream;
   trying.key = index;
+  trying.token = secret.generation;
   upstream->start(m_context.mono.now());
 }
 
@@ -144,19 +155,50 @@ policy::Verdict Exchange::verdict_for(std::size_t key, const policy::Outcome& ou
 
 void Exchange::act(std::size_t key, const policy::Outcome& outcome, const policy::Verdict& verdict,
                    std::string_view relay_body) {
-  apply_health(key, outcome, verdict);
+  // Before the lease goes: a waiter woken by it must not take the refused token.
+  const bool renew = renews_token(key, outcome, verdict);
+  if (!renew) {
+    apply_health(key, outcome, verdict);
+  }
   m_lease.release();
   if (outcome.transport == policy::TransportFailure::none) {
     Trying* t = trying();
     std::string_view reason = t && t->upstream ? t->upstream->head().reason() : std::string_view{};
     m_plan.note_error(upstream_error_answer(outcome, reason, relay_body, *m_state->redactor));
   }
-  if (verdict.action == policy::Action::relay || verdict.action == policy::Action::commit) {
+  if (renew) {
+    m_plan.renew(key, m_context.mono.now() + k_new_token_wait);
+    m_context.tokens.run_due();
+  } else if (verdict.action == policy::Action::relay || verdict.action == policy::Action::commit) {
     answer(m_plan.last_error());
     return;
+  } else {
+    m_plan.after_failure(key, verdict.action, verdict.cooldown.count() > 0);
   }
-  m_plan.after_failure(key, verdict.action, verdict.cooldown.count() > 0);
   choose_key();
+}
+
+// A 401 to a key_cmd key's token, before commit: the token may just have
+// expired early or been revoked, so the key's command runs for a new one and
+// the request tries the same key once more with it (an attempt max_attempts
+// does not count) before the 401's verdict may disable the key. Its health
+// is left alone meanwhile; the attempt and its failure class still count.
+bool Exchange::renews_token(std::size_t key, const policy::Outcome& outcome, const policy::Verdict& verdict) {
+  const Trying* t = trying();
+  if (outcome.status != 401 || verdict.change != policy::HealthChange::disable || t == nullptr ||
+      m_reopening || !m_plan.may_renew(key) || !m_pool->reject_secret(key, t->token)) {
+    return false;
+  }
+  const std::string& label = m_pool->key(key).label;
+  m_plan.note_tried(fmt::format("{}: 401", label));
+  m_record.chain.push_back(fmt::format("{}:401", label));
+  pool::Report report = health_report(outcome, verdict);
+  report.change = pool::Change::none;
+  m_pool->report(key, model(), report);
+  util::log_info("key {} answered 401: its key_cmd runs for a new token, and the request tries the key once "
+                 "more with it (not counted in max_attempts)",
+                 label);
+  return true;
 }
 
 } // namespace keyshim::relay

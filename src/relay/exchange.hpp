@@ -91,6 +91,7 @@ struct RelayContext {
   util::Clock& wall;     // cooldowns and Retry-After, which providers give as dates
   WaitRoom& waits;
   const StateSource& states; // the newest pool file, for requests that waited
+  TokenRefresh& tokens;      // runs key_cmd commands for new tokens, off the loop
 };
 
 class Exchange : public std::enable_shared_from_this<Exchange>,
@@ -135,6 +136,7 @@ private:
     enum class Step { connecting, sending, head, error_body, probe, first_body };
     std::shared_ptr<UpstreamAttempt> upstream;
     std::size_t key = 0;
+    std::uint64_t token = 0; // the generation of the key_cmd token it sends (pool::SecretInUse)
     Step step = Step::connecting;
     ResponseProbe probe; // error_body and probe: what was read to judge
   };
@@ -166,11 +168,13 @@ private:
   void act(std::size_t key, const policy::Outcome& outcome, const policy::Verdict& verdict,
            std::string_view relay_body);
   void apply_health(std::size_t key, const policy::Outcome& outcome, const policy::Verdict& verdict);
+  bool renews_token(std::size_t key, const policy::Outcome& outcome, const policy::Verdict& verdict);
   const std::string* model() const { return m_model ? &*m_model : nullptr; }
   pool::Affinity affinity() const;
 
   // ---- waiting for a key (exchange_wait.cpp)
   bool start_waiting(const pool::Selection& selection);
+  bool wait_for_token();
   bool cooling_for_request(std::size_t index) const;
   void stop_waiting();
   void on_wait_deadline();

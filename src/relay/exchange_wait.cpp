@@ -50,6 +50,29 @@ bool Exchange::start_waiting(const pool::Selection& selection) {
   return true;
 }
 
+// The key whose token a 401 refused runs its command for a new one: the
+// request waits for that token, nothing sent, whatever max_wait says, but no
+// longer than AttemptPlan::renewal_until. False when there is nothing to
+// wait for (the token came, the run failed and the key cools, time is up):
+// the key is then dropped like any repeat that is not eligible.
+bool Exchange::wait_for_token() {
+  std::optional<std::size_t> key = m_plan.renewing();
+  const MonoTime now = m_context.mono.now();
+  if (!key || m_reopening || m_context.waits.closed() || now >= m_plan.renewal_until() ||
+      !m_pool->awaiting_secret(*key)) {
+    return false;
+  }
+  m_phase = Waiting{};
+  if (!m_in_room) {
+    m_place.pool = m_served->config->name;
+    m_place.lane = m_model.value_or("");
+    m_context.waits.enter(m_place, shared_from_this());
+    m_in_room = true;
+  }
+  arm_deadline(std::max(milliseconds(1), duration_cast<milliseconds>(m_plan.renewal_until() - now)));
+  return true;
+}
+
 // The wait room asks: a key of the pool may be free. Done (true) when the
 // request got a key or its answer; false keeps its place.
 bool Exchange::retry() {
@@ -70,7 +93,8 @@ void Exchange::on_wait_deadline() {
   if (!take_newest_state()) {
     return;
   }
-  if (m_plan.waited(m_context.mono.now()) >= m_settings->max_wait) {
+  if (m_plan.renewing() || m_plan.waited(m_context.mono.now()) >= m_settings->max_wait) {
+    // A new token's wait is over too: the key is tried, or dropped.
     stop_waiting();
     choose_key();
     return;

@@ -164,18 +164,29 @@ std::string without_key_protocols(std::string_view protocols) {
 
 std::string upstream_target(std::string_view client_target, const std::vector<std::string>& query_auth_params,
                             const config::KeyConfig& key) {
+  return upstream_target(client_target, query_auth_params, key, key.secret);
+}
+
+std::string upstream_target(std::string_view client_target, const std::vector<std::string>& query_auth_params,
+                            const config::KeyConfig& key, const util::Secret& secret) {
   std::vector<std::string> drop = query_auth_params;
   drop.emplace_back("key"); // Google's convention, whatever the pool's auth style
   std::string target = key.base_url.path_prefix + remove_query_params(client_target, drop);
   if (key.auth.style == config::AuthStyle::query) {
     target += target.find('?') == std::string::npos ? '?' : '&';
-    target += key.auth.query_param + "=" + util::percent_encode(key.secret.reveal());
+    target += key.auth.query_param + "=" + util::percent_encode(secret.reveal());
   }
   return target;
 }
 
 std::string upstream_head(const http::request_header<>& client, std::string_view target,
                           const config::KeyConfig& key, std::optional<std::size_t> body_size) {
+  return upstream_head(client, target, key, key.secret, body_size);
+}
+
+std::string upstream_head(const http::request_header<>& client, std::string_view target,
+                          const config::KeyConfig& key, const util::Secret& secret,
+                          std::optional<std::size_t> body_size) {
   std::string head;
   head.reserve(k_head_reserve);
   util::append_request_line(head, client.method_string(), target);
@@ -207,7 +218,7 @@ std::string upstream_head(const http::request_header<>& client, std::string_view
   if (websocket) {
     util::append_field(head, "Connection", "Upgrade");
   }
-  append_auth(head, key.auth, key.secret.reveal());
+  append_auth(head, key.auth, secret.reveal());
   if (body_size) {
     util::append_content_length(head, *body_size);
   }

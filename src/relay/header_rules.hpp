@@ -51,6 +51,9 @@ std::string without_key_protocols(std::string_view protocols);
 // name in `query_auth_params`), then the key itself when its auth is `query:`.
 std::string upstream_target(std::string_view client_target, const std::vector<std::string>& query_auth_params,
                             const config::KeyConfig& key);
+// The same with `secret` for the key's own (a key_cmd key's current token).
+std::string upstream_target(std::string_view client_target, const std::vector<std::string>& query_auth_params,
+                            const config::KeyConfig& key, const util::Secret& secret);
 
 // The whole request head for the upstream: request line, Host, the client's
 // fields minus hop-by-hop ones (and those Connection names), Host, framing,
@@ -59,6 +62,10 @@ std::string upstream_target(std::string_view client_target, const std::vector<st
 // WebSocket handshake keeps `Upgrade` and gets `Connection: Upgrade`.
 std::string upstream_head(const http::request_header<>& client, std::string_view target,
                           const config::KeyConfig& key, std::optional<std::size_t> body_size);
+// The same with `secret` for the key's own (a key_cmd key's current token).
+std::string upstream_head(const http::request_header<>& client, std::string_view target,
+                          const config::KeyConfig& key, const util::Secret& secret,
+                          std::optional<std::size_t> body_size);
 
 // How the response body is framed towards the client.
 enum class Framing {

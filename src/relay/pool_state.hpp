@@ -60,4 +60,14 @@ public:
   virtual std::shared_ptr<const PoolState> current() const = 0;
 };
 
+// Where key_cmd commands run for new tokens, off the event loop (the
+// server's refresher). Thread-safe.
+class TokenRefresh {
+public:
+  virtual ~TokenRefresh() = default;
+  // A key's token was refused: run what is due now, not at the next
+  // scheduled time.
+  virtual void run_due() = 0;
+};
+
 } // namespace keyshim::relay

@@ -2,9 +2,15 @@
 // Upstreams sometimes echo the key they were given ("Incorrect API key
 // provided: sk-abc...", a `Location: ...?key=...`). Every occurrence of a pool
 // key, raw or percent-encoded, is replaced by its fingerprint before the text
-// reaches a log or the client. Built once per loaded pool; immutable.
+// reaches a log or the client. Built once per loaded pool; the keys of the
+// file never change, but a key_cmd key's token does: the tokens sent now
+// (and the ones they replaced) are looked for as well, taken again from the
+// pools whenever a token has changed anywhere (KeyPool::token_epoch, one
+// atomic load per call). So apply and append are for the event loop's
+// thread only.
 #include "pool/key_pool.hpp"
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,13 +32,20 @@ public:
   void append(std::string& out, std::string_view text) const;
 
 private:
-  void add(const util::Secret& secret);
-
   struct Needle {
     std::string text; // the key, or its percent-encoded form
     std::string fingerprint;
   };
-  std::vector<Needle> m_needles;
+  static void add(std::vector<Needle>& needles, const util::Secret& secret);
+  const std::vector<Needle>& needles() const;
+
+  std::vector<Needle> m_needles;                   // the file's keys
+  std::vector<const pool::KeyPool*> m_token_pools; // pools with key_cmd keys
+  // The file's keys and the key_cmd tokens sent now and just before, as of
+  // m_tokens_epoch.
+  mutable std::vector<Needle> m_with_tokens;
+  mutable std::vector<util::Secret> m_tokens;
+  mutable std::uint64_t m_tokens_epoch = 0;
 };
 
 } // namespace keyshim::relay

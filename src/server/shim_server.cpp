@@ -48,7 +48,7 @@ public:
   explicit Impl(ShimServer& server)
       : m_server(server), m_status_timer(m_ioc.get_executor()),
         m_upstreams(m_ioc.get_executor()), m_relay{m_upstreams, util::steady_clock(), util::system_clock(),
-                                                   m_waits, server.m_published},
+                                                   m_waits,     server.m_published,   server.m_tokens},
         m_own(server.m_options.config_path, server.m_published, server.m_listen, m_waits),
         m_connection_context{
             server.m_options.limits, server.m_head_limits, server.m_published, m_own, m_relay,
@@ -76,11 +76,20 @@ public:
 // see, and mktime rereads it, so a first read racing another thread's is
 // reported (keyshim run logs from its main thread while this one serves).
 ShimServer::ShimServer(ServeOptions options)
-    : m_options(std::move(options)), m_impl(std::make_unique<Impl>(*this)) {
+    : m_options(std::move(options)), m_tokens(m_published, [this] { tokens_changed(); }),
+      m_impl(std::make_unique<Impl>(*this)) {
   ::tzset();
 }
 
-ShimServer::~ShimServer() = default;
+ShimServer::~ShimServer() {
+  m_tokens.stop();
+}
+
+// A key_cmd run changed a key's token or health (on the refresher's
+// thread): the requests waiting for a key look again, on the loop.
+void ShimServer::tokens_changed() {
+  asio::post(m_impl->m_ioc, [this] { m_impl->m_waits.wake_all(); });
+}
 
 relay::PoolState ShimServer::load_state(const relay::PoolState* previous) const {
   config::LoadResult loaded = m_options.config_text
@@ -123,6 +132,7 @@ void ShimServer::load() {
     m_listen = *m_options.listen;
   }
   m_published.publish(std::move(state));
+  m_tokens.watch();
 }
 
 config::ListenAddress ShimServer::listen_address() const {
@@ -245,6 +255,7 @@ bool ShimServer::reload() {
   }
   // Publish first: "reloaded" must mean that the next request sees the new pool.
   m_published.publish(next);
+  m_tokens.watch();
   // Then the requests waiting for a key look again, in the new pools: a
   // raised limit or a new key serves them now, and they stay ahead of any
   // request that arrives after the reload (which wakes them first anyway).

@@ -14,6 +14,7 @@
 #include "server/limits.hpp"
 #include "server/published_state.hpp"
 #include "server/readiness.hpp"
+#include "server/token_refresher.hpp"
 
 #include <chrono>
 #include <memory>
@@ -74,6 +75,7 @@ private:
   class Impl;
 
   relay::PoolState load_state(const relay::PoolState* previous) const;
+  void tokens_changed();
 
   ServeOptions m_options;
   HeadLimits m_head_limits;
@@ -81,6 +83,9 @@ private:
   // Before m_impl, so that it outlives the event loop and the connections
   // its handlers may still hold when the loop is destroyed.
   ConnectionRegistry m_registry;
+  // Before m_impl, whose relay context refers to it; stopped first thing in
+  // the destructor, since it posts to the loop that m_impl owns.
+  TokenRefresher m_tokens;
   Readiness m_readiness;
   std::string m_socket_manager;
   config::ListenAddress m_listen;

@@ -147,6 +147,21 @@ Json last_error_json(const std::optional<pool::LastError>& last, util::TimePoint
   return out;
 }
 
+// A key_cmd key's token (never the token): when it expires, when its
+// command runs next, how many tokens runs gave, and why the last run
+// failed; null for other keys.
+Json token_json(const std::optional<pool::TokenStatus>& token) {
+  if (!token) {
+    return Json();
+  }
+  Json out;
+  out.add("expires", token->expires ? text(rfc3339_utc(*token->expires)) : Json())
+      .add("next_run", token->next_run ? text(rfc3339_utc(*token->next_run)) : Json())
+      .add("refreshes", Json::make_number(token->refreshes))
+      .add("error", text_or_null(token->error));
+  return out;
+}
+
 Json key_json(const pool::KeySnapshot& key, util::TimePoint now) {
   const pool::KeyHealth& h = key.health;
   bool cooling = h.state == pool::KeyState::cooling;
@@ -171,7 +186,8 @@ Json key_json(const pool::KeySnapshot& key, util::TimePoint now) {
       .add("total", usage_json(h.total))
       .add("limits", limits_json(key.limits, now))
       .add("models", models_json(h.models, now))
-      .add("quota", quota_json(h.quota, now));
+      .add("quota", quota_json(h.quota, now))
+      .add("token", token_json(key.token));
   return out;
 }
 

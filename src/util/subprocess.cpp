@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <limits>
 
 extern char** environ;
 
@@ -31,7 +32,7 @@ constexpr std::size_t k_reserved_output = 64 * 1024;
 // The posix_spawn file actions and attributes for one run.
 class SpawnSetup {
 public:
-  SpawnSetup(const SubprocessOptions& options, int out_write) {
+  SpawnSetup(const SubprocessOptions& options, int out_write, int err_write) {
     posix_spawn_file_actions_init(&m_actions);
     posix_spawnattr_init(&m_attributes);
     short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
@@ -40,6 +41,8 @@ public:
       posix_spawn_file_actions_adddup2(&m_actions, out_write, STDOUT_FILENO);
       if (options.capture_stderr) {
         posix_spawn_file_actions_adddup2(&m_actions, out_write, STDERR_FILENO);
+      } else if (err_write != -1) {
+        posix_spawn_file_actions_adddup2(&m_actions, err_write, STDERR_FILENO);
       }
     }
     close_other_descriptors(options, flags);
@@ -78,7 +81,8 @@ private:
 #if defined(__APPLE__)
     flags |= POSIX_SPAWN_CLOEXEC_DEFAULT; // closes all but what the actions name
     for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) {
-      bool replaced = options.capture && (fd != STDERR_FILENO || options.capture_stderr);
+      bool replaced =
+          options.capture && (fd != STDERR_FILENO || options.capture_stderr || options.collect_stderr);
       if (!replaced) {
         posix_spawn_file_actions_addinherit_np(&m_actions, fd);
       }
@@ -135,13 +139,35 @@ PipeState read_available(int fd, std::string& output, std::size_t max_output) {
   return state;
 }
 
+// Everything in the non-blocking stderr pipe right now: the first `keep`
+// bytes are kept, the rest dropped, so the command never waits on us.
+PipeState drain_errors(int fd, std::string& errors, std::size_t keep) {
+  std::string chunk;
+  PipeState state = read_available(fd, chunk, std::numeric_limits<std::size_t>::max());
+  errors.append(chunk, 0, keep - std::min(keep, errors.size()));
+  return state;
+}
+
+// The descriptors a wait polls: the pipes still open.
+nfds_t readable_pipes(pollfd (&fds)[2], int out, bool out_open, int err, bool err_open) {
+  nfds_t count = 0;
+  if (out_open) {
+    fds[count++] = pollfd{out, POLLIN, 0};
+  }
+  if (err_open) {
+    fds[count++] = pollfd{err, POLLIN, 0};
+  }
+  return count;
+}
+
 // Wait for the command to exit, reading its output (`fd`, -1 when not
-// captured) meanwhile; give up at the deadline or over the cap. The wait ends
-// with the command, not with the pipe: what it wrote before exiting is
-// already in the pipe.
-void watch(pid_t pid, int fd, const SubprocessOptions& options, SubprocessResult& result) {
+// captured) and its collected stderr (`err_fd`, -1 when not collected)
+// meanwhile; give up at the deadline or over the cap. The wait ends with the
+// command, not with the pipes: what it wrote before exiting is already in them.
+void watch(pid_t pid, int fd, int err_fd, const SubprocessOptions& options, SubprocessResult& result) {
   auto deadline = options.timeout ? steady::now() + *options.timeout : steady::time_point::max();
   bool pipe_open = fd != -1;
+  bool errors_open = err_fd != -1;
   for (;;) {
     bool exited = has_exited(pid);
     if (pipe_open) {
@@ -152,6 +178,9 @@ void watch(pid_t pid, int fd, const SubprocessOptions& options, SubprocessResult
       }
       pipe_open = state == PipeState::open;
     }
+    if (errors_open) {
+      errors_open = drain_errors(err_fd, result.errors, options.max_errors) == PipeState::open;
+    }
     if (exited) {
       return;
     }
@@ -159,8 +188,8 @@ void watch(pid_t pid, int fd, const SubprocessOptions& options, SubprocessResult
       result.timed_out = true;
       return;
     }
-    pollfd readable{fd, POLLIN, 0};
-    ::poll(&readable, pipe_open ? 1 : 0, wait_ms(deadline));
+    pollfd fds[2];
+    ::poll(fds, readable_pipes(fds, fd, pipe_open, err_fd, errors_open), wait_ms(deadline));
   }
 }
 
@@ -188,18 +217,44 @@ void end(pid_t pid, const SubprocessOptions& options, SubprocessResult& result) 
 }
 
 pid_t spawn(const std::vector<std::string>& argv, const SubprocessOptions& options, int out_write,
-            SubprocessResult& result) {
+            int err_write, SubprocessResult& result) {
   std::vector<char*> args;
   args.reserve(argv.size() + 1);
   for (const std::string& arg : argv) {
     args.push_back(const_cast<char*>(arg.c_str()));
   }
   args.push_back(nullptr);
-  SpawnSetup setup(options, out_write);
+  SpawnSetup setup(options, out_write, err_write);
   pid_t pid = 0;
   result.start_error =
       ::posix_spawnp(&pid, args[0], setup.actions(), setup.attributes(), args.data(), environ);
   return result.start_error == 0 ? pid : -1;
+}
+
+// pipe() + FD_CLOEXEC rather than pipe2(): macOS has no pipe2. Close-on-exec
+// keeps the ends out of a program another thread starts meanwhile. The
+// reading end does not block: the watch polls it.
+bool open_pipe(int (&fds)[2], SubprocessResult& result) {
+  if (::pipe(fds) != 0) {
+    result.start_error = errno;
+    return false;
+  }
+  ::fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+  ::fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+  ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+  return true;
+}
+
+void close_end(int& fd) {
+  if (fd != -1) {
+    ::close(fd);
+    fd = -1;
+  }
+}
+
+void close_pipe(int (&fds)[2]) {
+  close_end(fds[0]);
+  close_end(fds[1]);
 }
 
 } // namespace
@@ -210,34 +265,29 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv, const Subp
     result.start_error = EINVAL;
     return result;
   }
-  // pipe() + FD_CLOEXEC rather than pipe2(): macOS has no pipe2. Close-on-exec
-  // keeps the ends out of a program another thread starts meanwhile.
   int fds[2] = {-1, -1};
+  int err_fds[2] = {-1, -1};
   if (options.capture) {
-    if (::pipe(fds) != 0) {
-      result.start_error = errno;
+    if (!open_pipe(fds, result)) {
       return result;
     }
-    ::fcntl(fds[0], F_SETFD, FD_CLOEXEC);
-    ::fcntl(fds[1], F_SETFD, FD_CLOEXEC);
     result.output.reserve(std::min(options.max_output, k_reserved_output) + 4096);
-  }
-  pid_t pid = spawn(argv, options, fds[1], result);
-  if (fds[1] != -1) {
-    ::close(fds[1]);
-  }
-  if (pid > 0) {
-    if (fds[0] != -1) {
-      ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+    if (options.collect_stderr && !options.capture_stderr && !open_pipe(err_fds, result)) {
+      close_pipe(fds);
+      return result;
     }
+  }
+  pid_t pid = spawn(argv, options, fds[1], err_fds[1], result);
+  close_end(fds[1]);
+  close_end(err_fds[1]);
+  if (pid > 0) {
     if (fds[0] != -1 || options.timeout) {
-      watch(pid, fds[0], options, result);
+      watch(pid, fds[0], err_fds[0], options, result);
     }
     end(pid, options, result);
   }
-  if (fds[0] != -1) {
-    ::close(fds[0]);
-  }
+  close_end(fds[0]);
+  close_end(err_fds[0]);
   return result;
 }
 

@@ -17,6 +17,11 @@ struct SubprocessOptions {
   bool capture = true;
   // With `capture`: stderr goes into `output` too. Otherwise it is keyshim's.
   bool capture_stderr = false;
+  // With `capture` and not `capture_stderr`: stderr goes into `errors`
+  // instead of keyshim's, its first `max_errors` bytes kept (the rest is
+  // read and dropped, so a chatty command never blocks on a full pipe).
+  bool collect_stderr = false;
+  std::size_t max_errors = 4096;
   // With `capture`: more output than this stops the command (`over_cap`).
   std::size_t max_output = 1024 * 1024;
   // The command is killed when it runs longer than this; none: no deadline.
@@ -36,6 +41,7 @@ struct SubprocessResult {
   std::optional<int> exit_code; // when it exited on its own
   int signal = 0;               // the signal that ended it (SIGKILL after a timeout), 0 if none
   std::string output;           // stdout (and stderr) when captured; at most max_output + 4 KiB
+  std::string errors;           // stderr with `collect_stderr`; at most max_errors bytes
 
   bool started() const { return start_error == 0; }
   // Started, exited by itself with status 0.

@@ -157,6 +157,19 @@ TEST(LoadPool, KeyCmdFailureIsReportedAtItsPosition) {
             "keys.toml:2:11: keys[1]: \"key_cmd\" runs \"/bin/false\", which exited with status 1");
 }
 
+TEST(LoadPool, AKeyCmdKeyKeepsItsCommandToRefreshIt) {
+  Config config =
+      load_ok("[[keys]]\nkey_cmd = [\"/bin/echo\", \"{\\\"token\\\": \\\"sk-json\\\", \\\"expires_in\\\": "
+              "60}\"]\nkey_cmd_refresh = \"50m\"\n\n[[keys]]\nkey = \"sk-static\"\n");
+  const KeyConfig& command_key = config.pools.at(0).keys.at(0);
+  EXPECT_EQ(command_key.secret.reveal(), "sk-json");
+  ASSERT_TRUE(command_key.command);
+  EXPECT_EQ(command_key.command->argv.at(0), "/bin/echo");
+  EXPECT_EQ(command_key.command->refresh, milliseconds(50 * 60 * 1000));
+  EXPECT_TRUE(command_key.command->expires);
+  EXPECT_FALSE(config.pools.at(0).keys.at(1).command);
+}
+
 TEST(LoadPool, DurationsAcceptStringsAndWholeSeconds) {
   Config config =
       load_ok(std::string("[upstream]\nconnect_timeout = 3\nidle_timeout = \"1.5s\"\n") + k_one_key);

@@ -147,3 +147,40 @@ TEST(KeyCmd, OutputThatCannotBeAKeyIsRefusedWithoutEchoingIt) {
   EXPECT_NE(outcome.error.find("printed a first line that contains whitespace"), std::string::npos);
   EXPECT_EQ(outcome.error.find("sk-has"), std::string::npos);
 }
+
+TEST(KeyCmd, JsonOutputGivesTheTokenAndItsExpiry) {
+  auto before = std::chrono::system_clock::now();
+  SecretOutcome outcome =
+      secret_from_command({"printf", "{\n  \"accessToken\": \"eyJ0.from-json\",\n  \"expires_in\": 3600,\n  "
+                                     "\"tokenType\": \"Bearer\"\n}\n"});
+  ASSERT_TRUE(outcome.secret) << outcome.error;
+  EXPECT_EQ(outcome.secret->reveal(), "eyJ0.from-json");
+  ASSERT_TRUE(outcome.expires);
+  EXPECT_GE(*outcome.expires, before + std::chrono::seconds(3600));
+  EXPECT_LE(*outcome.expires, std::chrono::system_clock::now() + std::chrono::seconds(3600));
+}
+
+TEST(KeyCmd, JsonWithoutATokenIsRefusedWithoutEchoingIt) {
+  SecretOutcome outcome = secret_from_command({"/bin/echo", R"({"acess_token": "sk-leaked-secret"})"});
+  EXPECT_FALSE(outcome.secret);
+  EXPECT_EQ(outcome.error,
+            "runs \"/bin/echo\", which printed JSON without a token (a string \"access_token\", "
+            "\"accessToken\" or \"token\")");
+}
+
+TEST(KeyCmd, CollectedStderrGivesItsFirstLineAndNeverThePrintedKey) {
+  CommandLimits limits;
+  limits.collect_stderr = true;
+  SecretOutcome outcome = secret_from_command(
+      {"sh", "-c", "echo sk-leaked-secret; echo 'ERROR: reauth needed for sk-leaked-secret' >&2; exit 1"},
+      limits);
+  EXPECT_FALSE(outcome.secret);
+  EXPECT_EQ(outcome.error, "runs \"sh\", which exited with status 1");
+  EXPECT_EQ(outcome.error_line.rfind("ERROR: reauth needed for sk-l~", 0), 0u) << outcome.error_line;
+  EXPECT_EQ(outcome.error_line.find("leaked"), std::string::npos) << outcome.error_line;
+}
+
+TEST(KeyCmd, StderrIsLeftAloneUnlessCollected) {
+  SecretOutcome outcome = secret_from_command({"sh", "-c", "echo to-the-terminal >&2; exit 2"});
+  EXPECT_EQ(outcome.error_line, "");
+}

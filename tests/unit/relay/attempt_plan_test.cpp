@@ -213,3 +213,43 @@ TEST_F(AttemptPlanWait, OnlyExcludedKeysThatAreCoolingAreReadmitted) {
 
 } // namespace
 } // namespace keyshim::relay
+
+namespace keyshim::relay {
+namespace {
+
+using namespace std::chrono_literals;
+using policy::Action;
+
+const MonoTime k_t0 = MonoTime(std::chrono::hours(1));
+
+TEST(AttemptPlanRenewal, TheRetryWithANewTokenIsOnTheSameKeyAndNotCounted) {
+  AttemptPlan plan(2, 1);
+  plan.begin();
+  EXPECT_TRUE(plan.out_of_attempts());
+  ASSERT_TRUE(plan.may_renew(0));
+  plan.renew(0, k_t0 + 15s);
+  EXPECT_FALSE(plan.out_of_attempts()) << "max_attempts = 1 still gets its retry";
+  EXPECT_EQ(plan.mask(), std::vector<bool>({false, true}));
+  EXPECT_EQ(plan.renewing(), 0u);
+  EXPECT_EQ(plan.renewal_until(), k_t0 + 15s);
+  plan.begin();
+  EXPECT_EQ(plan.attempts(), 1);
+  EXPECT_EQ(plan.attempts_made(), 2);
+  EXPECT_FALSE(plan.renewing());
+  EXPECT_TRUE(plan.out_of_attempts());
+  EXPECT_FALSE(plan.may_renew(0)) << "once per key and request";
+  EXPECT_TRUE(plan.may_renew(1));
+}
+
+TEST(AttemptPlanRenewal, AKeyWhoseTokenDidNotComeIsDroppedLikeARepeat) {
+  AttemptPlan plan(2, 4);
+  plan.begin();
+  plan.renew(0, k_t0 + 15s);
+  EXPECT_TRUE(plan.drop_repeat());
+  EXPECT_FALSE(plan.renewing());
+  EXPECT_EQ(plan.mask(), std::vector<bool>({true, false}));
+  EXPECT_EQ(plan.attempts(), 1);
+}
+
+} // namespace
+} // namespace keyshim::relay

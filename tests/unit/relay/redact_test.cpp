@@ -101,3 +101,30 @@ TEST(Redactor, AnEmptyPoolChangesNothing) {
 
 } // namespace
 } // namespace keyshim::relay
+
+namespace keyshim::relay {
+namespace {
+
+TEST(Redactor, AKeyCmdKeysNewTokenAndTheOneBeforeAreRedactedToo) {
+  test::FakeClock clock;
+  std::vector<config::KeyConfig> keys = keys_of({"tok-loaded-0000", "sk-static-key-1"});
+  keys[0].command = config::KeyCommand{{"token-command"}, std::chrono::minutes(1), std::nullopt};
+  pool::KeyPool pool(std::move(keys), config::Strategy::ordered, clock);
+  Redactor redact(pool);
+  auto refresh = [&](const std::string& token) {
+    clock.advance(std::chrono::minutes(1));
+    ASSERT_TRUE(pool.begin_refresh(0));
+    pool.finish_refresh(0, pool::RefreshResult{util::Secret(token), std::nullopt, ""});
+  };
+  refresh("tok-second-1111");
+  EXPECT_EQ(redact.apply("got tok-second-1111 and tok-loaded-0000"),
+            "got " + util::fingerprint_of("tok-second-1111") + " and " +
+                util::fingerprint_of("tok-loaded-0000"));
+  refresh("tok-third-22222");
+  EXPECT_EQ(redact.apply("tok-third-22222 tok-second-1111 sk-static-key-1"),
+            util::fingerprint_of("tok-third-22222") + " " + util::fingerprint_of("tok-second-1111") + " " +
+                util::fingerprint_of("sk-static-key-1"));
+}
+
+} // namespace
+} // namespace keyshim::relay

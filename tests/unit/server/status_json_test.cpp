@@ -82,11 +82,11 @@ TEST(StatusJson, StatusHasThePinnedShape) {
       R"("total":{{"requests":5,"failures":{{"rate_limit":2,"auth":0,"quota":0,"server":1,)"
       R"("transport":0}},"input_tokens":1200,"output_tokens":310}},"limits":[],"models":[{{"model":"gpt-4o","state":"cooling",)"
       R"("until":"2027-01-15T08:00:07Z","resumes_in_ms":7500,"reason":"429"}},{{"model":"o1","state":"probing",)"
-      R"("until":null,"resumes_in_ms":0,"reason":"429"}}],"quota":null}},{{"label":"old","fingerprint":"sk-...Wq9z",)"
+      R"("until":null,"resumes_in_ms":0,"reason":"429"}}],"quota":null,"token":null}},{{"label":"old","fingerprint":"sk-...Wq9z",)"
       R"("upstream":"https://api.openai.com/v1","serves":null,"state":"disabled","until":null,"resumes_in_ms":0,)"
       R"("reason":"401 \"invalid\\key\"\n","ok":0,"err":0,"last_status":null,"last_error":null,"in_flight":0,)"
       R"("max_concurrent":null,"websockets":0,"sessions":0,"today":{},)"
-      R"("total":{},"limits":[],"models":[],"quota":null}}]}}]}})",
+      R"("total":{},"limits":[],"models":[],"quota":null,"token":null}}]}}]}})",
       k_version, usage_zero, usage_zero);
   EXPECT_EQ(status_json(reports(), k_now, info), expected);
 }
@@ -139,6 +139,18 @@ TEST(StatusJson, QuotaShowsEachReportedLimit) {
                       R"("unified":{"limit":null,"remaining":58,"reset":null,"resets_in_ms":null}})"),
             std::string::npos)
       << text;
+}
+
+TEST(StatusJson, AKeyCmdKeyShowsItsTokensScheduleNeverTheToken) {
+  std::vector<PoolReport> pools = reports();
+  pools[0].keys[0].token = pool::TokenStatus{k_now + 10min, k_now + 5min, 3, "key_cmd: ERROR: offline"};
+  std::string text = status_json(pools, k_now, InstanceInfo{});
+  EXPECT_NE(text.find(R"("models":[{"model":"gpt-4o")"), std::string::npos);
+  EXPECT_NE(text.find(R"("token":{"expires":"2027-01-15T08:10:00Z","next_run":"2027-01-15T08:05:00Z",)"
+                      R"("refreshes":3,"error":"key_cmd: ERROR: offline"}})"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"("token":null)"), std::string::npos) << "the other key has none: " << text;
 }
 
 // Usage counters pass 2^53; /status prints them as exact integers, never as

@@ -66,6 +66,28 @@ TEST(Subprocess, CapturesStdoutAndStderrOnlyWhenAsked) {
   EXPECT_EQ(merged.output, "out\nerr\n");
 }
 
+TEST(Subprocess, CollectsStderrApartFromStdout) {
+  SubprocessOptions options;
+  options.collect_stderr = true;
+  SubprocessResult run = run_subprocess({"sh", "-c", "echo out; echo err >&2; exit 3"}, options);
+  EXPECT_EQ(run.output, "out\n");
+  EXPECT_EQ(run.errors, "err\n");
+  EXPECT_EQ(run.exit_code, 3);
+}
+
+TEST(Subprocess, KeepsTheStartOfALongStderrAndNeverBlocksOnIt) {
+  SubprocessOptions options = with_timeout(milliseconds(5000), true);
+  options.collect_stderr = true;
+  options.max_errors = 10;
+  // 1 MiB on stderr would fill the pipe and hang a command nobody reads.
+  SubprocessResult run = run_subprocess(
+      {"sh", "-c", "echo first-line-of-it >&2; head -c 1048576 /dev/zero >&2; echo done"}, options);
+  EXPECT_FALSE(run.timed_out);
+  EXPECT_TRUE(run.succeeded());
+  EXPECT_EQ(run.errors, "first-line");
+  EXPECT_EQ(run.output, "done\n");
+}
+
 TEST(Subprocess, StdinIsEmptySoReadingItDoesNotHang) {
   SubprocessResult run = run_subprocess({"cat"}, with_timeout(milliseconds(5000), true));
   EXPECT_FALSE(run.timed_out);
