@@ -17,6 +17,7 @@
 #include "policy/failure_policy.hpp"
 #include "policy/usage_meter.hpp"
 #include "relay/attempt_plan.hpp"
+#include "relay/capture_draft.hpp"
 #include "relay/beast.hpp"
 #include "relay/client_stream.hpp"
 #include "relay/deadline_timer.hpp"
@@ -91,6 +92,7 @@ struct RelayContext {
   util::Clock& wall;     // cooldowns and Retry-After, which providers give as dates
   WaitRoom& waits;
   const StateSource& states; // the newest pool file, for requests that waited
+  CaptureRing& captures;     // the newest exchanges, for /captures
 };
 
 class Exchange : public std::enable_shared_from_this<Exchange>,
@@ -199,6 +201,12 @@ private:
   void count_usage(Streaming& streaming);
   void finish(Downstream::Next next);
 
+  // ---- request capture, when the pool's `capture` is not off (exchange_capture.cpp)
+  void start_capture();
+  void capture_step(std::size_t key, int status, const policy::Verdict* verdict);
+  void capture_response_head(const http::response_header<>& head);
+  void keep_capture();
+
   // ---- deadlines, the client, cancellation (exchange_events.cpp)
   Watchdog::Kind deadline_kind() const;
   void arm_deadline(milliseconds limit);
@@ -244,6 +252,7 @@ private:
   DeadlineTimer m_timer;
   Watchdog m_watchdog;
   RequestRecord m_record;
+  std::unique_ptr<CaptureDraft> m_capture; // null when the pool captures nothing
 };
 
 } // namespace keyshim::relay

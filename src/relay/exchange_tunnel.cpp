@@ -55,6 +55,7 @@ void Exchange::open_tunnel() {
   m_record.key_label = m_pool->key(key).label;
   m_record.chain.push_back(fmt::format("{}:101", m_record.key_label));
   m_record.status = 101;
+  capture_step(key, 101, nullptr);
   m_watchdog.stop();
   m_timer.cancel();
   if (m_reopening) {
