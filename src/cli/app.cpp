@@ -46,6 +46,7 @@ Cli make_cli() {
   cli.commands = {
       add_serve(app), add_check(app),  add_init(app), add_service(app), add_env(app),
       add_run(app),   add_status(app), add_top(app),  add_reload(app),  add_demo(app),
+      add_log(app),   add_show(app),   add_capture(app),
   };
   return cli;
 }
