@@ -33,7 +33,7 @@ enum class Strategy { ordered, round_robin, least_recently_used };
 // "ordered", "round-robin", "least-recently-used".
 const char* to_string(Strategy strategy);
 
-// Which of a pool's exchanges the capture ring keeps (docs/behaviour.md §9).
+// Which of a pool's exchanges the capture ring keeps (docs/behaviour.md §12.1).
 enum class CaptureMode { off, errors, all };
 // "off", "errors", "all".
 const char* to_string(CaptureMode mode);

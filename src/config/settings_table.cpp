@@ -69,7 +69,7 @@ std::vector<Setting> make_table() {
        "$XDG_STATE_HOME/keyshim/state.json",
        0, 0, apply_member<&ServerSettings::state>},
       {"capture_size", S::server, T::integer, "200", true,
-       "exchanges the capture ring keeps (the newest; `keyshim log`); 0 keeps none", 0, k_capture_size_limit,
+       "how many exchanges the capture ring keeps, dropping the oldest (keyshim log); 0 keeps none", 0, k_capture_size_limit,
        apply_member<&ServerSettings::capture_size>},
       {"capture_body_limit", S::server, T::size, "\"64KiB\"", true,
        "bytes kept of each captured request and response body (or \"64KiB\"); the rest is counted, not kept",

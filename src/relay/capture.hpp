@@ -1,6 +1,6 @@
 #pragma once
 // Request capture: the newest exchanges, kept in memory for `keyshim log`
-// and `keyshim show` (docs/behaviour.md §9). A Capture is one exchange as
+// and `keyshim show` (docs/behaviour.md §12.1). A Capture is one exchange as
 // served at /captures: heads without credentials, bodies capped and with
 // every pool key replaced by its fingerprint. The ring is the server's, on
 // the event loop's thread (the exchanges fill it, /captures reads it there):

@@ -1,4 +1,4 @@
-// Request capture (docs/behaviour.md §9): what an exchange notes for the
+// Request capture (docs/behaviour.md §12.1): what an exchange notes for the
 // capture ring as it runs, and the entry it leaves there at its end. Nothing
 // here runs when the pool's `capture` is off: m_capture is null.
 #include "relay/exchange.hpp"

@@ -1,5 +1,5 @@
 #pragma once
-// The /captures answers (docs/behaviour.md §9): the list of captured
+// The /captures answers (docs/behaviour.md §12.1): the list of captured
 // exchanges, filtered by pool, status and `after=ID`, and one exchange in
 // full. Bodies that are not UTF-8 go out base64.
 #include "relay/capture.hpp"

@@ -1,6 +1,6 @@
 // Request capture through the real server: which exchanges the ring keeps,
 // its size and body caps, the memory it reports, redaction of every key and
-// credential, and /captures behind the client_token (docs/behaviour.md §9).
+// credential, and /captures behind the client_token (docs/behaviour.md §12.1).
 #include "support/http_fake_upstream.hpp"
 #include "support/http_shim.hpp"
 #include "util/ascii.hpp"
