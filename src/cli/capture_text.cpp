@@ -172,23 +172,26 @@ std::string capture_log_line(const Json& entry) {
   std::string replay = entry.find("replay_of") && entry.find("replay_of")->is_number()
                            ? fmt::format("  replay of {}", num(entry, "replay_of"))
                            : "";
-  return fmt::format("{:>4}  {}  {}  {}  {} {}  {}  {}  {}ms{}", num(entry, "id"), time_text(str(entry, "time")),
-                     str(entry, "pool"), model.empty() ? "-" : model, str(entry, "method"), str(entry, "target"),
+  return fmt::format("{:>4}  {}  {}  {}  {} {}  {}  {}  {}ms{}", num(entry, "id"),
+                     time_text(str(entry, "time")), str(entry, "pool"), model.empty() ? "-" : model,
+                     str(entry, "method"), str(entry, "target"),
                      status == 0 ? std::string("-") : std::to_string(status), chain_text(entry, false),
                      num(entry, "duration_ms"), replay);
 }
 
 std::string capture_show_text(const Json& entry) {
   std::string model = str(entry, "model");
-  std::string out = fmt::format("capture {}  {}  pool {}  model {}\n", num(entry, "id"),
-                                time_text(str(entry, "time")), str(entry, "pool"), model.empty() ? "-" : model);
+  std::string out =
+      fmt::format("capture {}  {}  pool {}  model {}\n", num(entry, "id"), time_text(str(entry, "time")),
+                  str(entry, "pool"), model.empty() ? "-" : model);
   long long status = num(entry, "status");
   const Json* ttfb = entry.find("ttfb_ms");
-  out += fmt::format("{} {} -> {} in {}ms{}{}\n", str(entry, "method"), str(entry, "target"),
-                     status == 0 ? std::string("no answer (the client left)") : std::to_string(status),
-                     num(entry, "duration_ms"),
-                     ttfb && ttfb->is_number() ? fmt::format(" (first byte {}ms)", num(entry, "ttfb_ms")) : "",
-                     entry.find("stream") && entry.find("stream")->as_bool() ? ", streamed" : "");
+  out +=
+      fmt::format("{} {} -> {} in {}ms{}{}\n", str(entry, "method"), str(entry, "target"),
+                  status == 0 ? std::string("no answer (the client left)") : std::to_string(status),
+                  num(entry, "duration_ms"),
+                  ttfb && ttfb->is_number() ? fmt::format(" (first byte {}ms)", num(entry, "ttfb_ms")) : "",
+                  entry.find("stream") && entry.find("stream")->as_bool() ? ", streamed" : "");
   out += fmt::format("chain: {}\n", chain_text(entry, true));
   out += usage_text(entry);
   if (std::string error = str(entry, "error"); !error.empty()) {

@@ -95,7 +95,8 @@ int run_save(const ShowFlags& flags) {
   } else {
     write_new_file(flags.file, text);
   }
-  fmt::print("saved capture {} to {} (mode 0600: it holds the request and the answer)\n", flags.id, flags.file);
+  fmt::print("saved capture {} to {} (mode 0600: it holds the request and the answer)\n", flags.id,
+             flags.file);
   return 0;
 }
 

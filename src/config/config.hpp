@@ -102,8 +102,9 @@ struct ServerSettings {
   std::uint64_t max_request_body = 64ull * 1024 * 1024;
   milliseconds drain_timeout{30'000};
   bool state = true; // keep health across restarts in the state file (config/paths.hpp)
-  int capture_size = 200;                    // exchanges the capture ring keeps
-  std::uint64_t capture_body_limit = 64 * 1024; // bytes kept of each captured body
+  // The capture ring: how many exchanges it keeps, and how much of each body.
+  int capture_size = 200;
+  std::uint64_t capture_body_limit = 64 * 1024;
 };
 
 struct UpstreamSettings {
@@ -155,8 +156,8 @@ inline constexpr std::string_view k_default_pool_name = "default";
 
 // Names no [pools.NAME] may take: the default pool's, and keyshim's own
 // endpoints, which a pool at /NAME would shadow.
-inline constexpr std::array<std::string_view, 5> k_reserved_pool_names = {
-    k_default_pool_name, "health", "status", "metrics", "captures"};
+inline constexpr std::array<std::string_view, 5> k_reserved_pool_names = {k_default_pool_name, "health",
+                                                                          "status", "metrics", "captures"};
 
 // One upstream API and its keys. Requests for /NAME/... go to pool NAME with
 // the prefix removed; the default pool serves every other path.

@@ -65,10 +65,9 @@ struct KeyEntry {
 };
 
 // A decoded value: which alternative depends on the SettingType.
-using SettingValue =
-    std::variant<std::string, util::Secret, std::vector<std::string>, std::int64_t, std::uint64_t,
-                 milliseconds, ListenAddress, UpstreamUrl, Auth, Strategy, ProxySetting, bool, DayZone,
-                 CaptureMode>;
+using SettingValue = std::variant<std::string, util::Secret, std::vector<std::string>, std::int64_t,
+                                  std::uint64_t, milliseconds, ListenAddress, UpstreamUrl, Auth, Strategy,
+                                  ProxySetting, bool, DayZone, CaptureMode>;
 
 // Where decoded values are stored; only the member for the setting's section is used.
 struct SettingTarget {

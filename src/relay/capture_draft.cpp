@@ -46,7 +46,8 @@ CaptureMask::CaptureMask(const Redactor& keys, const util::Secret* client_token)
 std::string CaptureMask::apply(std::string_view text) const {
   std::string out = m_keys.apply(text);
   for (const auto& [form, fingerprint] : m_token) {
-    for (std::size_t at = out.find(form); at != std::string::npos; at = out.find(form, at + fingerprint.size())) {
+    for (std::size_t at = out.find(form); at != std::string::npos;
+         at = out.find(form, at + fingerprint.size())) {
       out.replace(at, form.size(), fingerprint);
     }
   }

@@ -55,9 +55,10 @@ void Exchange::start_capture() {
     return;
   }
   CaptureMask mask(*m_state->redactor, client_token(*m_state));
-  std::size_t read_limit = static_cast<std::size_t>(m_state->config->server.capture_body_limit) + mask.margin();
-  m_capture = std::make_unique<CaptureDraft>(mode, std::string(m_request.target()), m_context.wall.now(),
-                                             read_limit);
+  std::size_t read_limit =
+      static_cast<std::size_t>(m_state->config->server.capture_body_limit) + mask.margin();
+  m_capture =
+      std::make_unique<CaptureDraft>(mode, std::string(m_request.target()), m_context.wall.now(), read_limit);
 }
 
 // `verdict` null: the attempt that answered (its commit or its 101).

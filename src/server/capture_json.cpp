@@ -115,14 +115,16 @@ bool matches(const relay::Capture& c, const CaptureQuery& query) {
 std::optional<CaptureQuery> parse_capture_query(std::string_view target, std::string& error) {
   CaptureQuery query;
   std::size_t question = target.find('?');
-  std::string_view rest = question == std::string_view::npos ? std::string_view{} : target.substr(question + 1);
+  std::string_view rest =
+      question == std::string_view::npos ? std::string_view{} : target.substr(question + 1);
   while (!rest.empty()) {
     std::size_t amp = rest.find('&');
     std::string_view pair = rest.substr(0, amp);
     rest = amp == std::string_view::npos ? std::string_view{} : rest.substr(amp + 1);
     std::size_t eq = pair.find('=');
     std::string name = util::percent_decode(pair.substr(0, eq));
-    std::string value = eq == std::string_view::npos ? std::string() : util::percent_decode(pair.substr(eq + 1));
+    std::string value =
+        eq == std::string_view::npos ? std::string() : util::percent_decode(pair.substr(eq + 1));
     if (name == "pool") {
       query.pool = value;
     } else if (name == "status") {
@@ -163,14 +165,15 @@ std::string capture_json(const relay::Capture& capture) {
   Json out = summary_json(capture);
   Json response = message_json(capture.response_head, capture.response_body);
   response.add("events", Json::make_bool(capture.events));
-  out.add("request", message_json(capture.request_head, capture.request_body)).add("response", std::move(response));
+  out.add("request", message_json(capture.request_head, capture.request_body))
+      .add("response", std::move(response));
   return out.dump();
 }
 
 std::string capture_missing_json(const relay::CaptureRing& ring, std::string_view id) {
-  std::string holds = ring.entries().empty()
-                          ? std::string("the ring is empty")
-                          : fmt::format("the ring holds {}..{}", ring.entries().front().id, ring.entries().back().id);
+  std::string holds = ring.entries().empty() ? std::string("the ring is empty")
+                                             : fmt::format("the ring holds {}..{}", ring.entries().front().id,
+                                                           ring.entries().back().id);
   Json out;
   out.add("error", text(fmt::format("no capture {}: {}", id, holds)));
   return out.dump();

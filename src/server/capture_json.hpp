@@ -13,8 +13,8 @@ namespace keyshim::server {
 
 // GET /captures?pool=P&status=N&after=ID, each optional.
 struct CaptureQuery {
-  std::string pool;                 // "" for every pool
-  std::optional<int> status;        // what the client got
+  std::string pool;                   // "" for every pool
+  std::optional<int> status;          // what the client got
   std::optional<std::uint64_t> after; // only entries with a greater id
 };
 
@@ -23,8 +23,8 @@ std::optional<CaptureQuery> parse_capture_query(std::string_view target, std::st
 
 // What the ring holds and its limits.
 struct RingFacts {
-  std::size_t size = 0;             // capture_size
-  std::uint64_t body_limit = 0;     // capture_body_limit
+  std::size_t size = 0;         // capture_size
+  std::uint64_t body_limit = 0; // capture_body_limit
 };
 
 // {"size", "bytes", "body_limit", "entries": [summary...]}, oldest first.

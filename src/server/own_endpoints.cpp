@@ -163,7 +163,8 @@ std::optional<relay::Answer> OwnEndpoints::answer(const Head& head, const relay:
     return instance_report(asked.path, state);
   }
   // Captured exchanges carry prompts and answers: behind the token too.
-  if ((asked.path == "/captures" || asked.path.starts_with("/captures/")) && head.method() == http::verb::get) {
+  if ((asked.path == "/captures" || asked.path.starts_with("/captures/")) &&
+      head.method() == http::verb::get) {
     return captures(head.target(), asked.path, state);
   }
   return unservable(asked, state);

@@ -128,7 +128,8 @@ TEST_F(CaptureCommand, ShowPrettyPrintsJsonAndPrintsEventsOnePerLine) {
 
   RunResult events = run({"show", "2", "-c", m_path});
   EXPECT_EQ(events.exit_code, 0) << events.err;
-  EXPECT_NE(events.out.find("\ndata: {\"n\":1}\nevent: done data: {\"n\":2}\n"), std::string::npos) << events.out;
+  EXPECT_NE(events.out.find("\ndata: {\"n\":1}\nevent: done data: {\"n\":2}\n"), std::string::npos)
+      << events.out;
 
   RunResult json = run({"show", "2", "--json", "-c", m_path});
   EXPECT_EQ(json.exit_code, 0) << json.err;
@@ -189,8 +190,9 @@ TEST_F(CaptureCommand, FollowSaysSoWhenTheInstanceGoesAway) {
   EXPECT_EQ(served.exit_code, 0) << served.err;
   RunResult r = follow.wait();
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("stopped following: the keyshim on 127.0.0.1:" + std::to_string(m_port) + " went away"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find("stopped following: the keyshim on 127.0.0.1:" + std::to_string(m_port) + " went away"),
+      std::string::npos)
       << r.err;
 }
 
@@ -200,7 +202,8 @@ TEST(CaptureCommandAlone, SaysClearlyWhenNoInstanceAnswers) {
   std::string address = "127.0.0.1:" + std::to_string(port);
   RunOptions options;
   options.env = {{"KEYSHIM_CONFIG", dir.path() + "/absent.toml"}, {"HOME", dir.path()}};
-  for (std::vector<std::string> args : {std::vector<std::string>{"log"}, {"show", "1"}, {"capture", "save", "1", dir.path() + "/x.json"}}) {
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"log"}, {"show", "1"}, {"capture", "save", "1", dir.path() + "/x.json"}}) {
     args.insert(args.begin(), KEYSHIM_BINARY);
     args.insert(args.end(), {"--listen", address});
     RunResult r = keyshim::test::run_binary(args, options);

@@ -41,7 +41,8 @@ TEST(CaptureText, ShowPrintsTheChainHeadsAndABinaryBodyAsANote) {
   entry.set("response", parse(R"({"head":[],"body":"H4sI","body_base64":true,"body_truncated":false,)"
                               R"("body_size":3,"events":false})"));
   std::string text = capture_show_text(entry);
-  EXPECT_NE(text.find("chain: k0:429 cool (429 Retry-After) 3ms, k1:200 ok 5ms\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("chain: k0:429 cool (429 Retry-After) 3ms, k1:200 ok 5ms\n"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("> request\ncontent-type: application/json\n\n{\n  \"x\": 1\n}\n"), std::string::npos)
       << text;
   EXPECT_NE(text.find("(body cut: the first 7 of 5000 bytes were kept)"), std::string::npos) << text;

@@ -97,15 +97,16 @@ TEST(Capture, NoKeyOrCredentialReachesTheCaptureInAnyForm) {
                      pool_section("other", upstream.base_url(), "", {PoolKey("odd", k_odd_key)});
   Shim shim(toml, upstream.base_url());
   std::string target = "/v1/chat/completions?key=" + test_key(1) + "&x=" + util::percent_encode(k_odd_key);
-  httplib::Headers headers{{"x-api-key", "placeholder-credential"}, {"Cookie", "session=cookie-secret"},
+  httplib::Headers headers{{"x-api-key", "placeholder-credential"},
+                           {"Cookie", "session=cookie-secret"},
                            {"X-Note", "note " + test_key(1)}};
   ASSERT_TRUE(post(shim, target, R"({"messages":[")" + echoed + "\"]}", headers));
   std::string list = get_json(shim, "/captures").dump();
   std::string entry = capture_text(shim, 1);
   for (const std::string& text : {list, entry}) {
     for (const std::string& secret : {test_key(0), test_key(1), k_odd_key, util::percent_encode(k_odd_key),
-                                      util::percent_encode(k_odd_key, true), std::string("placeholder-credential"),
-                                      std::string("cookie-secret")}) {
+                                      util::percent_encode(k_odd_key, true),
+                                      std::string("placeholder-credential"), std::string("cookie-secret")}) {
       EXPECT_EQ(text.find(secret), std::string::npos) << secret << " in " << text;
     }
   }
@@ -167,7 +168,8 @@ TEST(Capture, AStreamedAnswerKeepsItsFirstEvents) {
   Scripted stream;
   stream.headers = {{"Content-Type", "text/event-stream"}};
   for (int i = 0; i < 40; ++i) {
-    stream.pieces.push_back("data: {\"n\":" + std::to_string(i) + ",\"pad\":\"" + std::string(100, 'p') + "\"}\n\n");
+    stream.pieces.push_back("data: {\"n\":" + std::to_string(i) + ",\"pad\":\"" + std::string(100, 'p') +
+                            "\"}\n\n");
   }
   upstream.push(stream);
   Shim shim(pool_toml(1, "capture = \"all\"\n", "capture_body_limit = \"1KiB\"\n"), upstream.base_url());
@@ -207,7 +209,8 @@ TEST(Capture, MemoryStaysWithinItsBoundUnderAFloodOfLargeRequests) {
 
 TEST(Capture, CapturesNeedTheClientToken) {
   FakeUpstream upstream;
-  Shim shim(pool_toml(1, "capture = \"all\"\n", "client_token = \"capture-token-123\"\n"), upstream.base_url());
+  Shim shim(pool_toml(1, "capture = \"all\"\n", "client_token = \"capture-token-123\"\n"),
+            upstream.base_url());
   ASSERT_TRUE(post(shim, "/v1/chat/completions", "{}", {{"Authorization", "Bearer capture-token-123"}}));
   httplib::Client client("127.0.0.1", shim.port());
   for (const char* path : {"/captures", "/captures/1"}) {

@@ -342,8 +342,8 @@ key = "sk-capture-settings-0002"
 }
 
 TEST(LoadPool, ABadCaptureModeIsAnErrorWithItsPositionAndTheChoices) {
-  LoadResult result = load_pool_text("[upstream]\ncapture = \"some\"\n[[keys]]\nkey = \"sk-capture-settings-0003\"\n",
-                                     "keys.toml");
+  LoadResult result = load_pool_text(
+      "[upstream]\ncapture = \"some\"\n[[keys]]\nkey = \"sk-capture-settings-0003\"\n", "keys.toml");
   ASSERT_FALSE(result.ok());
   EXPECT_NE(result.problems_text().find("keys.toml:2:"), std::string::npos) << result.problems_text();
   EXPECT_NE(result.problems_text().find("must be one of off, errors or all, not \"some\""), std::string::npos)

@@ -75,11 +75,18 @@ TEST(CaptureRing, AccountsForTheMemoryOfTheEntriesItHolds) {
 }
 
 TEST_F(CaptureMasking, HeadsLoseCredentialsAndKeepOtherFieldsMasked) {
-  Fields head = {{"Authorization", "Bearer x"}, {"X-Api-Key", "y"},      {"x-goog-api-key", "z"},
-                 {"api-key", "w"},              {"Cookie", "s=1"},       {"Proxy-Authorization", "Basic q"},
-                 {"Content-Type", "json"},      {"X-Echo", "key " + k_key}, {"X-Token", m_token.reveal()}};
+  Fields head = {{"Authorization", "Bearer x"},
+                 {"X-Api-Key", "y"},
+                 {"x-goog-api-key", "z"},
+                 {"api-key", "w"},
+                 {"Cookie", "s=1"},
+                 {"Proxy-Authorization", "Basic q"},
+                 {"Content-Type", "json"},
+                 {"X-Echo", "key " + k_key},
+                 {"X-Token", m_token.reveal()}};
   Fields kept = captured_head(head, m_mask);
-  Fields expected = {{"Content-Type", "json"}, {"X-Echo", "key " + fingerprint(0)}, {"X-Token", m_token.fingerprint()}};
+  Fields expected = {
+      {"Content-Type", "json"}, {"X-Echo", "key " + fingerprint(0)}, {"X-Token", m_token.fingerprint()}};
   EXPECT_EQ(kept, expected);
 }
 
@@ -96,8 +103,10 @@ TEST_F(CaptureMasking, AHugeHeadIsCutAndSaysHowManyFieldsWereLeftOut) {
 
 TEST_F(CaptureMasking, TargetsKeepTheirQueryWithCredentialsAndKeysMasked) {
   std::vector<std::string> params = {"api_key"};
-  EXPECT_EQ(captured_target("/v1/x?key=abc&api_key=def&alt=sse", params, m_mask), "/v1/x?key=~&api_key=~&alt=sse");
-  EXPECT_EQ(captured_target("/v1/x?q=" + util::percent_encode(k_key), {}, m_mask), "/v1/x?q=" + fingerprint(0));
+  EXPECT_EQ(captured_target("/v1/x?key=abc&api_key=def&alt=sse", params, m_mask),
+            "/v1/x?key=~&api_key=~&alt=sse");
+  EXPECT_EQ(captured_target("/v1/x?q=" + util::percent_encode(k_key), {}, m_mask),
+            "/v1/x?q=" + fingerprint(0));
   EXPECT_EQ(captured_target("/v1/" + k_other, {}, m_mask), "/v1/" + fingerprint(1));
 }
 
