@@ -174,6 +174,9 @@ relay::Answer OwnEndpoints::instance_report(std::string_view path, const relay::
   InstanceInfo info{static_cast<long>(::getpid()), m_published.generation(), m_config_path, state.problem,
                     m_listen.text()};
   util::TimePoint now = util::system_clock().now();
+  info.captures = m_captures.entries().size();
+  info.capture_size = state.config ? static_cast<std::size_t>(state.config->server.capture_size) : 0;
+  info.capture_bytes = m_captures.bytes();
   if (path == "/status") {
     std::vector<PoolReport> pools = pool_reports(state);
     for (PoolReport& pool : pools) {

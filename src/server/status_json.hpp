@@ -43,10 +43,15 @@ struct InstanceInfo {
   std::string config_path;
   std::string problem; // why the pool file is unusable, "" when it is fine
   std::string listen;  // "127.0.0.1:8787"
+  // The capture ring (/captures): entries held, capture_size, memory held.
+  std::size_t captures = 0;
+  std::size_t capture_size = 0;
+  std::uint64_t capture_bytes = 0;
 };
 
 // {"version":..,"pid":..,"generation":..,"listen":..,"config":..,"problem":..,
-//  "totals":{..},"pools":[{"name","route","upstream","totals":{..},"waiting",
+//  "totals":{..},"captures":{entries,size,bytes},"pools":[{"name","route",
+//  "upstream","totals":{..},"waiting",
 //  "oldest_wait_ms","keys":[{label, fingerprint, upstream, serves (null, or
 //  {models, exclude_models}), state, until, resumes_in_ms, reason, ok, err,
 //  last_status, last_error (null or {status, reason, at, ago_ms}), in_flight,

@@ -103,6 +103,8 @@ TEST_F(CaptureCommand, LogPrintsOneLinePerCaptureWithItsChainAndFilters) {
       << r.out;
   EXPECT_NE(r.out.find("gpt-4o-mini"), std::string::npos) << r.out;
   expect_no_secret(r);
+  RunResult status = run({"status", "-c", m_path});
+  EXPECT_NE(status.out.find("captures: 2 of 200 kept, "), std::string::npos) << status.out;
   RunResult only = run({"log", "-c", m_path, "--status", "400"});
   EXPECT_EQ(only.exit_code, 0) << only.err;
   EXPECT_EQ(only.out.find("a:429"), std::string::npos) << only.out;

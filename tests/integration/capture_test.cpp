@@ -205,6 +205,11 @@ TEST(Capture, MemoryStaysWithinItsBoundUnderAFloodOfLargeRequests) {
   EXPECT_GT(bytes, 5u * 2 * 4096);
   EXPECT_LE(bytes, bound);
   EXPECT_NE(capture_text(shim, 30).find("more fields not kept"), std::string::npos);
+  util::Json whole = get_json(shim, "/status");
+  const util::Json* status = whole.find("captures");
+  ASSERT_NE(status, nullptr);
+  EXPECT_EQ(status->find("entries")->as_unsigned(), 5u);
+  EXPECT_EQ(status->find("bytes")->as_unsigned(), bytes);
 }
 
 TEST(Capture, CapturesNeedTheClientToken) {
