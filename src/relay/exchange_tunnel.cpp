@@ -39,6 +39,7 @@ void Exchange::open_tunnel() {
   const std::size_t key = t.key;
   std::string head =
       client_head(t.upstream->head(), Framing::upgrade, std::nullopt, false, *m_state->redactor);
+  capture_response_head(t.upstream->head());
   std::shared_ptr<UpstreamConn> conn = t.upstream->hand_over();
   std::string from_upstream = take_buffered(conn->buffer());
 

@@ -276,8 +276,8 @@ std::string status_json(const std::vector<PoolReport>& pools, util::TimePoint no
       .add("config", text(info.config_path))
       .add("problem", text_or_null(info.problem))
       .add("totals", counts_json(total_counts(pools)))
-      .add("captures", captures_json(info))
-      .add("pools", std::move(list));
+      .add("pools", std::move(list))
+      .add("captures", captures_json(info));
   return out.dump();
 }
 

@@ -50,13 +50,12 @@ struct InstanceInfo {
 };
 
 // {"version":..,"pid":..,"generation":..,"listen":..,"config":..,"problem":..,
-//  "totals":{..},"captures":{entries,size,bytes},"pools":[{"name","route",
-//  "upstream","totals":{..},"waiting",
+//  "totals":{..},"pools":[{"name","route","upstream","totals":{..},"waiting",
 //  "oldest_wait_ms","keys":[{label, fingerprint, upstream, serves (null, or
 //  {models, exclude_models}), state, until, resumes_in_ms, reason, ok, err,
 //  last_status, last_error (null or {status, reason, at, ago_ms}), in_flight,
 //  max_concurrent (null: unlimited), websockets, today:{usage}, total:{usage},
-//  models, quota}]}]}
+//  models, quota}]}],"captures":{entries,size,bytes}}
 std::string status_json(const std::vector<PoolReport>& pools, util::TimePoint now, const InstanceInfo& info);
 
 // "2026-11-29T21:40:01Z".
