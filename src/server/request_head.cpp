@@ -152,7 +152,7 @@ HeadVerdict check_parsed_head(const relay::http::request_header<>& head) {
     return {400, "the request target must be a path (origin-form), not a URL or an authority"};
   }
   // A server resolves /alpha/../beta to /beta: forwarded under pool alpha's
-  // base path with alpha's key, it would reach another API (docs/behaviour.md §12.1).
+  // base path with alpha's key, it would reach another API (docs/behaviour.md §9).
   if (has_dot_segment(target)) {
     return {400, "the request path has a \".\" or \"..\" segment (literal or percent-encoded); send the "
                  "path without it"};
