@@ -3,11 +3,15 @@
 // credential, and /captures behind the client_token (docs/behaviour.md §12.1).
 #include "support/http_fake_upstream.hpp"
 #include "support/http_shim.hpp"
+#include "support/http_ws_peers.hpp"
 #include "util/ascii.hpp"
 #include "util/json.hpp"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+
+#include <chrono>
+#include <thread>
 
 namespace keyshim::test {
 namespace {
@@ -225,6 +229,30 @@ TEST(Capture, CapturesNeedTheClientToken) {
   }
   std::string entry = get_json(shim, "/captures/1", "capture-token-123").dump();
   EXPECT_EQ(entry.find("capture-token-123"), std::string::npos) << entry;
+}
+
+TEST(Capture, AWebSocketIsCapturedWhenItClosesWithItsHandshakeChain) {
+  WsUpstream upstream;
+  upstream.refuse_next(json(429, R"({"error":{"message":"slow down"}})", {{"Retry-After", "30"}}));
+  Shim shim(pool_toml(2, "capture = \"all\"\n"), upstream.base_url());
+  {
+    WsClient client(shim.port(), "/v1/responses");
+    ASSERT_EQ(client.status(), 101);
+  }
+  util::Json list;
+  for (int i = 0; i < 200 && (!list.find("entries") || list.find("entries")->items().empty()); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25)); // the entry is kept when the tunnel ends
+    list = get_json(shim, "/captures");
+  }
+  ASSERT_EQ(list.find("entries")->items().size(), 1u) << list.dump();
+  util::Json entry = get_json(shim, "/captures/1");
+  const util::Json::Array& chain = entry.find("chain")->items();
+  ASSERT_EQ(chain.size(), 2u) << entry.dump();
+  EXPECT_EQ(chain.at(0).find("status")->as_unsigned(), 429u);
+  EXPECT_EQ(chain.at(1).find("status")->as_unsigned(), 101u);
+  EXPECT_EQ(entry.find("status")->as_unsigned(), 101u);
+  EXPECT_FALSE(entry.find("response")->find("head")->items().empty()) << entry.dump();
+  EXPECT_EQ(entry.dump().find("sk-test-key"), std::string::npos) << entry.dump();
 }
 
 TEST(Capture, ABadQueryIsRefusedNamingTheParameter) {
