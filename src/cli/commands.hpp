@@ -34,6 +34,9 @@ Subcommand add_status(CLI::App& parent);
 Subcommand add_top(CLI::App& parent);
 Subcommand add_reload(CLI::App& parent);
 Subcommand add_demo(CLI::App& parent);
+Subcommand add_log(CLI::App& parent);
+Subcommand add_show(CLI::App& parent);
+Subcommand add_capture(CLI::App& parent);
 
 // Shared option helpers.
 // `-c,--config FILE`, documented with the default-location rules.

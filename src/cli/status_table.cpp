@@ -387,6 +387,10 @@ std::string render_status_table(const util::Json& status, bool colour) {
   const util::Json& t = totals ? *totals : k_no_totals;
   out += fmt::format("{}: {} available, {} cooling, {} disabled\n", plural(json_integer(t, "total"), "key"),
                      json_integer(t, "available"), json_integer(t, "cooling"), json_integer(t, "disabled"));
+  if (const util::Json* captures = status.find("captures"); captures && captures->is_object()) {
+    out += fmt::format("captures: {} of {} kept, {} KiB (keyshim log)\n", json_integer(*captures, "entries"),
+                       json_integer(*captures, "size"), (json_integer(*captures, "bytes") + 1023) / 1024);
+  }
   std::optional<std::string> problem = status.string_at("problem");
   if (problem && !problem->empty()) {
     out += colour ? fmt::format("{}problem:{} {}\n", k_red, k_reset, printable_lines(*problem))

@@ -92,6 +92,18 @@ const char* to_string(Strategy strategy) {
   return "ordered";
 }
 
+const char* to_string(CaptureMode mode) {
+  switch (mode) {
+  case CaptureMode::off:
+    return "off";
+  case CaptureMode::errors:
+    return "errors";
+  case CaptureMode::all:
+    return "all";
+  }
+  return "errors";
+}
+
 std::string UpstreamUrl::text() const {
   int default_port = tls() ? 443 : 80;
   std::string out = scheme + "://" + bracket_if_v6(host);

@@ -34,6 +34,11 @@ enum class Strategy { ordered, round_robin, least_recently_used };
 // "ordered", "round-robin", "least-recently-used".
 const char* to_string(Strategy strategy);
 
+// Which of a pool's exchanges the capture ring keeps (docs/behaviour.md §12.1).
+enum class CaptureMode { off, errors, all };
+// "off", "errors", "all".
+const char* to_string(CaptureMode mode);
+
 // A parsed base_url, split into what the relay needs: where to connect (host,
 // port, TLS or not; the host is also the TLS server name and the Host field)
 // and the path put before every request's target.
@@ -98,6 +103,9 @@ struct ServerSettings {
   std::uint64_t max_request_body = 64ull * 1024 * 1024;
   milliseconds drain_timeout{30'000};
   bool state = true; // keep health across restarts in the state file (config/paths.hpp)
+  // The capture ring: how many exchanges it keeps, and how much of each body.
+  int capture_size = 200;
+  std::uint64_t capture_body_limit = 64 * 1024;
 };
 
 struct UpstreamSettings {
@@ -125,6 +133,7 @@ struct UpstreamSettings {
   std::optional<std::uint64_t> tokens_per_day;
   int day_start = 0; // where the per-day limits' day begins, minutes after midnight
   DayZone day_zone;
+  CaptureMode capture = CaptureMode::errors; // which exchanges the capture ring keeps
 };
 
 // A key_cmd key: the command, run again to refresh the key (behaviour.md §10).
@@ -156,8 +165,8 @@ inline constexpr std::string_view k_default_pool_name = "default";
 
 // Names no [pools.NAME] may take: the default pool's, and keyshim's own
 // endpoints, which a pool at /NAME would shadow.
-inline constexpr std::array<std::string_view, 4> k_reserved_pool_names = {k_default_pool_name, "health",
-                                                                          "status", "metrics"};
+inline constexpr std::array<std::string_view, 5> k_reserved_pool_names = {k_default_pool_name, "health",
+                                                                          "status", "metrics", "captures"};
 
 // One upstream API and its keys. Requests for /NAME/... go to pool NAME with
 // the prefix removed; the default pool serves every other path.

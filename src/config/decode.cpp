@@ -251,6 +251,11 @@ Decoded decode_string_kind(const Setting& setting, const std::string& text) {
       return ok(*strategy);
     }
     return fail(error);
+  case SettingType::capture:
+    if (auto mode = parse_capture_mode(text, error)) {
+      return ok(*mode);
+    }
+    return fail(error);
   case SettingType::time_of_day:
     if (auto minutes = parse_time_of_day(text)) {
       return ok(std::int64_t{*minutes});

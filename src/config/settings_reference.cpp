@@ -69,6 +69,7 @@ std::string setting_type_text(const Setting& setting) {
     return "URL, https://HOST[:PORT][/PATH], or http:// to a loopback host";
   case SettingType::auth:
   case SettingType::strategy:
+  case SettingType::capture:
     return "string, one of the values above";
   case SettingType::file:
     return "path of a readable file";

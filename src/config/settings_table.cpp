@@ -42,6 +42,8 @@ constexpr std::int64_t k_day_ms = 86'400'000;
 constexpr std::int64_t k_max_attempts_limit = 20;
 constexpr std::int64_t k_hour_ms = 3'600'000;
 constexpr std::int64_t k_max_concurrent_limit = 100'000;
+constexpr std::int64_t k_capture_size_limit = 100'000;
+constexpr std::int64_t k_capture_body_cap = 16ll * 1024 * 1024;
 constexpr std::int64_t k_max_count = 1'000'000'000'000'000; // "1000000G": far beyond any provider's limit
 
 std::vector<Setting> make_table() {
@@ -67,6 +69,12 @@ std::vector<Setting> make_table() {
        "keep cooldowns, disabled keys and today's usage across restarts in "
        "$XDG_STATE_HOME/keyshim/state.json",
        0, 0, apply_member<&ServerSettings::state>},
+      {"capture_size", S::server, T::integer, "200", true,
+       "how many exchanges the capture ring keeps, dropping the oldest (keyshim log); 0 keeps none", 0,
+       k_capture_size_limit, apply_member<&ServerSettings::capture_size>},
+      {"capture_body_limit", S::server, T::size, "\"64KiB\"", true,
+       "bytes kept of each captured request and response body (or \"64KiB\"); the rest is counted, not kept",
+       0, k_capture_body_cap, apply_member<&ServerSettings::capture_body_limit>},
       // [upstream]
       {"base_url", S::upstream, T::url, "\"https://api.openai.com\"", true,
        "where requests go; may carry a path prefix; http:// only to loopback hosts", 0, 0,
@@ -137,6 +145,10 @@ std::vector<Setting> make_table() {
       {"day_zone", S::upstream, T::day_zone, "\"local\"", true,
        "the time zone of day_start: local (this machine's) | UTC | an offset such as \"-08:00\"", 0, 0,
        apply_member<&UpstreamSettings::day_zone>},
+      {"capture", S::upstream, T::capture, "\"errors\"", true,
+       "which exchanges the capture ring keeps, heads and bodies with credentials removed: off | errors "
+       "(the client got 400 or more, the answer was cut, or an attempt failed before it) | all",
+       0, 0, apply_member<&UpstreamSettings::capture>},
       // [[keys]]
       {"label", S::key, T::label, "", true, "shown in logs and status; defaults to the key's fingerprint", 0,
        0, apply_member<&KeyEntry::label>},

@@ -43,6 +43,7 @@ enum class SettingType {
   count,       // a whole number, or a string with K, M or G: "200K", "2M"
   time_of_day, // "HH:MM"
   day_zone,    // "local" | "UTC" | "+HH:MM" | "-HH:MM"
+  capture,     // "off" | "errors" | "all"
 };
 
 // A [[keys]] entry as written, before its pool's defaults fill its gaps.
@@ -65,9 +66,9 @@ struct KeyEntry {
 };
 
 // A decoded value: which alternative depends on the SettingType.
-using SettingValue =
-    std::variant<std::string, util::Secret, std::vector<std::string>, std::int64_t, std::uint64_t,
-                 milliseconds, ListenAddress, UpstreamUrl, Auth, Strategy, ProxySetting, bool, DayZone>;
+using SettingValue = std::variant<std::string, util::Secret, std::vector<std::string>, std::int64_t,
+                                  std::uint64_t, milliseconds, ListenAddress, UpstreamUrl, Auth, Strategy,
+                                  ProxySetting, bool, DayZone, CaptureMode>;
 
 // Where decoded values are stored; only the member for the setting's section is used.
 struct SettingTarget {

@@ -99,6 +99,16 @@ std::optional<Strategy> parse_strategy(std::string_view text, std::string& error
   return std::nullopt;
 }
 
+std::optional<CaptureMode> parse_capture_mode(std::string_view text, std::string& error) {
+  for (CaptureMode mode : {CaptureMode::off, CaptureMode::errors, CaptureMode::all}) {
+    if (text == to_string(mode)) {
+      return mode;
+    }
+  }
+  error = fmt::format("must be one of off, errors or all, not \"{}\"", text);
+  return std::nullopt;
+}
+
 std::optional<std::uint64_t> parse_size(std::string_view text) {
   std::uint64_t number = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);

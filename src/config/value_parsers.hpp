@@ -16,6 +16,9 @@ std::optional<Auth> parse_auth(std::string_view text, std::string& error);
 // "ordered" | "round-robin" | "least-recently-used". nullopt with `error` set otherwise.
 std::optional<Strategy> parse_strategy(std::string_view text, std::string& error);
 
+// "off" | "errors" | "all". nullopt with `error` set otherwise.
+std::optional<CaptureMode> parse_capture_mode(std::string_view text, std::string& error);
+
 // "512", "512B", "512KiB", "64MiB", "1GiB" -> bytes. nullopt when not a size.
 std::optional<std::uint64_t> parse_size(std::string_view text);
 

@@ -36,6 +36,7 @@ Exchange::Exchange(std::shared_ptr<const PoolState> state, const Route& route, C
   m_record.method = std::string(m_request.method_string());
   m_record.path = path_of(m_request.target()); // as the client sent it, with the pool's prefix
   m_record.pool = m_served->config->name;
+  start_capture(); // before the target loses its pool prefix
   m_request.target(route.target);
   m_model = policy::request_model(m_request.target(), m_request.body());
   m_record.model = m_model.value_or("");
@@ -104,6 +105,9 @@ void Exchange::attempt(pool::Selection selection) {
   const std::size_t index = *selection.index;
   m_plan.begin();
   m_quota.reset();
+  if (m_capture) {
+    m_capture->attempt_started(m_context.mono.now());
+  }
   m_record.attempts = m_plan.attempts_made();
   m_lease =
       KeyLease(*m_pool, index, selection.probe ? model() : nullptr, m_context.waits, m_served->config->name);

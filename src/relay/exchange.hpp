@@ -18,6 +18,7 @@
 #include "policy/usage_meter.hpp"
 #include "relay/attempt_plan.hpp"
 #include "relay/beast.hpp"
+#include "relay/capture_draft.hpp"
 #include "relay/client_stream.hpp"
 #include "relay/deadline_timer.hpp"
 #include "relay/key_lease.hpp"
@@ -92,6 +93,7 @@ struct RelayContext {
   WaitRoom& waits;
   const StateSource& states; // the newest pool file, for requests that waited
   TokenRefresh& tokens;      // runs key_cmd commands for new tokens, off the loop
+  CaptureRing& captures;     // the newest exchanges, for /captures
 };
 
 class Exchange : public std::enable_shared_from_this<Exchange>,
@@ -203,6 +205,12 @@ private:
   void count_usage(Streaming& streaming);
   void finish(Downstream::Next next);
 
+  // ---- request capture, when the pool's `capture` is not off (exchange_capture.cpp)
+  void start_capture();
+  void capture_step(std::size_t key, int status, const policy::Verdict* verdict);
+  void capture_response_head(const http::response_header<>& head);
+  void keep_capture();
+
   // ---- deadlines, the client, cancellation (exchange_events.cpp)
   Watchdog::Kind deadline_kind() const;
   void arm_deadline(milliseconds limit);
@@ -248,6 +256,7 @@ private:
   DeadlineTimer m_timer;
   Watchdog m_watchdog;
   RequestRecord m_record;
+  std::unique_ptr<CaptureDraft> m_capture; // null when the pool captures nothing
 };
 
 } // namespace keyshim::relay

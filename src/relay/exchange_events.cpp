@@ -38,6 +38,7 @@ void Exchange::apply_health(std::size_t index, const policy::Outcome& outcome,
       "{}: {}", label, response ? std::to_string(outcome.status) : failure_word(outcome.transport, false)));
   m_record.chain.push_back(fmt::format(
       "{}:{}", label, response ? std::to_string(outcome.status) : failure_word(outcome.transport, true)));
+  capture_step(index, response ? outcome.status : 0, &verdict);
   pool::Report report = health_report(outcome, verdict);
   report.quota = std::exchange(m_quota, std::nullopt); // an error's head reports the limits too
   pool::Streaks streaks = m_pool->report(index, model(), report);

@@ -39,6 +39,7 @@ void Exchange::open_tunnel() {
   const std::size_t key = t.key;
   std::string head =
       client_head(t.upstream->head(), Framing::upgrade, std::nullopt, false, *m_state->redactor);
+  capture_response_head(t.upstream->head());
   std::shared_ptr<UpstreamConn> conn = t.upstream->hand_over();
   std::string from_upstream = take_buffered(conn->buffer());
 
@@ -55,6 +56,7 @@ void Exchange::open_tunnel() {
   m_record.key_label = m_pool->key(key).label;
   m_record.chain.push_back(fmt::format("{}:101", m_record.key_label));
   m_record.status = 101;
+  capture_step(key, 101, nullptr);
   m_watchdog.stop();
   m_timer.cancel();
   if (m_reopening) {

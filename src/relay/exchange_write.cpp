@@ -33,6 +33,8 @@ void Exchange::commit(std::string_view first, bool done, std::string held) {
   m_record.ttfb = duration_cast<milliseconds>(m_context.mono.now() - m_started);
   m_record.status = status;
   m_record.stream = m_out.streamed();
+  capture_step(t.key, status, nullptr);
+  capture_response_head(head);
   policy::UsageMeter usage(head[http::field::content_type], head[http::field::content_encoding]);
   m_phase = Streaming{std::move(t.upstream), t.key, std::move(usage), std::move(held)};
   Streaming& s = std::get<Streaming>(m_phase);
@@ -42,6 +44,9 @@ void Exchange::commit(std::string_view first, bool done, std::string held) {
 
 void Exchange::write_piece(std::string_view data, bool last) {
   std::get<Streaming>(m_phase).usage.feed(data); // reads a copy as it passes; `data` is written as received
+  if (m_capture) {
+    m_capture->tee(data); // a copy of the first bytes, up to the body limit
+  }
   m_out.write(data, last, [self = shared_from_this(), n = data.size(), last](const ErrorCode& ec) {
     self->on_piece_written(ec, n, last);
   });
@@ -92,6 +97,9 @@ void Exchange::answer(const Answer& answer, bool close) {
   m_watchdog.stop();
   m_record.status = answer.status;
   m_record.bytes = answer.body.size();
+  if (m_capture) {
+    m_capture->answer(answer.headers, answer.body);
+  }
   close = close || !m_request.keep_alive();
   m_out.answer(
       answer, m_request.method() == http::verb::head, close,
@@ -141,6 +149,9 @@ void Exchange::finish(Downstream::Next next) {
   m_lease.release();
   m_record.duration = duration_cast<milliseconds>(m_context.mono.now() - m_started);
   log_request(m_record);
+  if (m_capture) {
+    keep_capture();
+  }
   if (m_watching_client) {
     ErrorCode ignored;
     m_client->socket().cancel(ignored); // ends the hang-up watch; nothing else is pending

@@ -30,6 +30,9 @@ public:
   std::string apply(std::string_view text) const;
   // Append `text`, redacted, to `out` (no copy when no key occurs in it).
   void append(std::string& out, std::string_view text) const;
+  // The length of the longest text replaced (a key's percent-encoded form):
+  // a prefix of a text cut this far past its end redacts like the whole.
+  std::size_t longest() const { return m_needles.empty() ? 0 : m_needles.front().text.size(); }
 
 private:
   struct Needle {

@@ -5,6 +5,7 @@
 
 #include "relay/answers.hpp"
 #include "relay/request_log.hpp"
+#include "server/capture_json.hpp"
 #include "server/metrics.hpp"
 #include "server/published_state.hpp"
 #include "server/request_guard.hpp"
@@ -12,6 +13,8 @@
 #include "util/log.hpp"
 
 #include <fmt/format.h>
+
+#include <charconv>
 
 #include <unistd.h>
 
@@ -136,8 +139,10 @@ std::optional<relay::Answer> unservable(const Asked& asked, const relay::PoolSta
 } // namespace
 
 OwnEndpoints::OwnEndpoints(std::string config_path, const PublishedState& published,
-                           const config::ListenAddress& listen, const relay::WaitRoom& waits)
-    : m_config_path(std::move(config_path)), m_published(published), m_listen(listen), m_waits(waits) {
+                           const config::ListenAddress& listen, const relay::WaitRoom& waits,
+                           const relay::CaptureRing& captures)
+    : m_config_path(std::move(config_path)), m_published(published), m_listen(listen), m_waits(waits),
+      m_captures(captures) {
 }
 
 // The order is the contract: the guards before anything, the open endpoints
@@ -157,6 +162,11 @@ std::optional<relay::Answer> OwnEndpoints::answer(const Head& head, const relay:
   if ((asked.path == "/status" || asked.path == "/metrics") && head.method() == http::verb::get) {
     return instance_report(asked.path, state);
   }
+  // Captured exchanges carry prompts and answers: behind the token too.
+  if ((asked.path == "/captures" || asked.path.starts_with("/captures/")) &&
+      head.method() == http::verb::get) {
+    return captures(head.target(), asked.path, state);
+  }
   return unservable(asked, state);
 }
 
@@ -164,6 +174,9 @@ relay::Answer OwnEndpoints::instance_report(std::string_view path, const relay::
   InstanceInfo info{static_cast<long>(::getpid()), m_published.generation(), m_config_path, state.problem,
                     m_listen.text()};
   util::TimePoint now = util::system_clock().now();
+  info.captures = m_captures.entries().size();
+  info.capture_size = state.config ? static_cast<std::size_t>(state.config->server.capture_size) : 0;
+  info.capture_bytes = m_captures.bytes();
   if (path == "/status") {
     std::vector<PoolReport> pools = pool_reports(state);
     for (PoolReport& pool : pools) {
@@ -178,6 +191,32 @@ relay::Answer OwnEndpoints::instance_report(std::string_view path, const relay::
   answer.headers.emplace_back("Content-Type", std::string(k_metrics_content_type));
   answer.body = metrics_text(pool_reports(state), now, info);
   return answer;
+}
+
+relay::Answer OwnEndpoints::captures(std::string_view target, std::string_view path,
+                                     const relay::PoolState& state) const {
+  if (path == "/captures") {
+    std::string error;
+    std::optional<CaptureQuery> query = parse_capture_query(target, error);
+    if (!query) {
+      return relay::json_error_answer(400, "keyshim: " + error, "keyshim_refused", "bad_capture_query");
+    }
+    RingFacts facts;
+    if (state.config) {
+      facts = {static_cast<std::size_t>(state.config->server.capture_size),
+               state.config->server.capture_body_limit};
+    }
+    return json(200, captures_json(m_captures, *query, facts));
+  }
+  std::string_view id = path.substr(std::string_view("/captures/").size());
+  std::uint64_t number = 0;
+  auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), number);
+  const relay::Capture* capture =
+      ec == std::errc() && end == id.data() + id.size() ? m_captures.find(number) : nullptr;
+  if (!capture) {
+    return json(404, capture_missing_json(m_captures, id));
+  }
+  return json(200, capture_json(*capture));
 }
 
 } // namespace keyshim::server

@@ -48,8 +48,9 @@ public:
   explicit Impl(ShimServer& server)
       : m_server(server), m_status_timer(m_ioc.get_executor()),
         m_upstreams(m_ioc.get_executor()), m_relay{m_upstreams, util::steady_clock(), util::system_clock(),
-                                                   m_waits,     server.m_published,   server.m_tokens},
-        m_own(server.m_options.config_path, server.m_published, server.m_listen, m_waits),
+                                                   m_waits,     server.m_published,   server.m_tokens,
+                                                   m_captures},
+        m_own(server.m_options.config_path, server.m_published, server.m_listen, m_waits, m_captures),
         m_connection_context{
             server.m_options.limits, server.m_head_limits, server.m_published, m_own, m_relay,
             server.m_registry} {}
@@ -65,6 +66,7 @@ public:
   relay::Timer m_status_timer;
   relay::UpstreamPool m_upstreams;
   relay::WaitRoom m_waits;
+  relay::CaptureRing m_captures; // the newest exchanges, filled by the relay, read by /captures
   relay::RelayContext m_relay;
   OwnEndpoints m_own;
   ConnectionContext m_connection_context; // what every Connection is given

@@ -255,6 +255,18 @@ std::string health_json(const std::vector<PoolReport>& pools) {
   return out.dump();
 }
 
+namespace {
+
+Json captures_json(const InstanceInfo& info) {
+  Json out;
+  out.add("entries", Json::make_number(info.captures))
+      .add("size", Json::make_number(info.capture_size))
+      .add("bytes", Json::make_number(info.capture_bytes));
+  return out;
+}
+
+} // namespace
+
 std::string status_json(const std::vector<PoolReport>& pools, util::TimePoint now, const InstanceInfo& info) {
   Json list = Json::make_array();
   for (const PoolReport& pool : pools) {
@@ -280,7 +292,8 @@ std::string status_json(const std::vector<PoolReport>& pools, util::TimePoint no
       .add("config", text(info.config_path))
       .add("problem", text_or_null(info.problem))
       .add("totals", counts_json(total_counts(pools)))
-      .add("pools", std::move(list));
+      .add("pools", std::move(list))
+      .add("captures", captures_json(info));
   return out.dump();
 }
 

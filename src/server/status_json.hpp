@@ -43,6 +43,10 @@ struct InstanceInfo {
   std::string config_path;
   std::string problem; // why the pool file is unusable, "" when it is fine
   std::string listen;  // "127.0.0.1:8787"
+  // The capture ring (/captures): entries held, capture_size, memory held.
+  std::size_t captures = 0;
+  std::size_t capture_size = 0;
+  std::uint64_t capture_bytes = 0;
 };
 
 // {"version":..,"pid":..,"generation":..,"listen":..,"config":..,"problem":..,
@@ -51,7 +55,7 @@ struct InstanceInfo {
 //  {models, exclude_models}), state, until, resumes_in_ms, reason, ok, err,
 //  last_status, last_error (null or {status, reason, at, ago_ms}), in_flight,
 //  max_concurrent (null: unlimited), websockets, today:{usage}, total:{usage},
-//  models, quota}]}]}
+//  models, quota}]}],"captures":{entries,size,bytes}}
 std::string status_json(const std::vector<PoolReport>& pools, util::TimePoint now, const InstanceInfo& info);
 
 // "2026-11-29T21:40:01Z".

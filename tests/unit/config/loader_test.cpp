@@ -332,3 +332,33 @@ TEST(LoadPool, StateIsOnUnlessTurnedOffAndTakesOnlyABoolean) {
   EXPECT_EQ(only_problem(std::string("[server]\nstate = \"off\"\n") + k_one_key),
             "keys.toml:2:9: server: \"state\" must be true or false, not a string");
 }
+
+TEST(LoadPool, CaptureSettingsAreReadPerPoolAndForTheServer) {
+  LoadResult result = load_pool_text(R"([server]
+capture_size = 10
+capture_body_limit = "1KiB"
+[upstream]
+capture = "all"
+[[keys]]
+key = "sk-capture-settings-0001"
+[pools.quiet]
+capture = "off"
+[[pools.quiet.keys]]
+key = "sk-capture-settings-0002"
+)",
+                                     "keys.toml");
+  ASSERT_TRUE(result.ok()) << result.problems_text();
+  EXPECT_EQ(result.config->server.capture_size, 10);
+  EXPECT_EQ(result.config->server.capture_body_limit, 1024u);
+  EXPECT_EQ(result.config->pools.at(0).upstream.capture, CaptureMode::all);
+  EXPECT_EQ(result.config->pools.at(1).upstream.capture, CaptureMode::off);
+}
+
+TEST(LoadPool, ABadCaptureModeIsAnErrorWithItsPositionAndTheChoices) {
+  LoadResult result = load_pool_text(
+      "[upstream]\ncapture = \"some\"\n[[keys]]\nkey = \"sk-capture-settings-0003\"\n", "keys.toml");
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.problems_text().find("keys.toml:2:"), std::string::npos) << result.problems_text();
+  EXPECT_NE(result.problems_text().find("must be one of off, errors or all, not \"some\""), std::string::npos)
+      << result.problems_text();
+}

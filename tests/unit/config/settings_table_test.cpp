@@ -18,13 +18,14 @@ const std::string k_example_path = std::string(KEYSHIM_SOURCE_DIR) + "/keys.exam
 std::string describe_sections(const Config& config) {
   const ServerSettings& s = config.server;
   const UpstreamSettings& u = config.pools.at(0).upstream;
-  return fmt::format("{} {} {} {} {} {} | {} {} {} {} {} {} {} {} {} {} {} {} {} {}", s.listen.text(),
-                     s.client_token.has_value(), fmt::join(s.allowed_origins, ","), s.max_request_body,
-                     s.drain_timeout.count(), s.state, u.base_url.text(), u.auth.text(),
-                     to_string(u.strategy), u.max_attempts, u.connect_timeout.count(),
-                     u.first_byte_timeout.count(), u.idle_timeout.count(), u.max_cooldown.count(),
-                     u.ca_file.value_or("-"), u.max_wait.count(), u.max_concurrent.value_or(0),
-                     u.session_ttl.count(), u.day_start, u.day_zone.text());
+  return fmt::format("{} {} {} {} {} {} {} {} | {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
+                     s.listen.text(), s.client_token.has_value(), fmt::join(s.allowed_origins, ","),
+                     s.max_request_body, s.drain_timeout.count(), s.state, s.capture_size,
+                     s.capture_body_limit, u.base_url.text(), u.auth.text(), to_string(u.strategy),
+                     u.max_attempts, u.connect_timeout.count(), u.first_byte_timeout.count(),
+                     u.idle_timeout.count(), u.max_cooldown.count(), u.ca_file.value_or("-"),
+                     u.max_wait.count(), u.max_concurrent.value_or(0), u.session_ttl.count(), u.day_start,
+                     u.day_zone.text(), to_string(u.capture));
 }
 
 } // namespace

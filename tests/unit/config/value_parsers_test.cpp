@@ -49,6 +49,18 @@ TEST(Strategy, RejectsUnknownStrategies) {
   EXPECT_EQ(error, "must be one of ordered, round-robin or least-recently-used, not \"round_robin\"");
 }
 
+TEST(CaptureModeSetting, ParsesEveryModeAndRejectsOthersNamingThem) {
+  for (const char* text : {"off", "errors", "all"}) {
+    std::string error;
+    std::optional<CaptureMode> mode = parse_capture_mode(text, error);
+    ASSERT_TRUE(mode) << text;
+    EXPECT_STREQ(to_string(*mode), text);
+  }
+  std::string error;
+  EXPECT_FALSE(parse_capture_mode("error", error));
+  EXPECT_EQ(error, "must be one of off, errors or all, not \"error\"");
+}
+
 TEST(Size, ReadsBytesAndBinaryUnits) {
   EXPECT_EQ(parse_size("512"), 512u);
   EXPECT_EQ(parse_size("512B"), 512u);

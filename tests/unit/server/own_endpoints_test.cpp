@@ -60,7 +60,8 @@ protected:
   PublishedState m_published;
   config::ListenAddress m_listen;
   relay::WaitRoom m_waits{m_mono};
-  OwnEndpoints m_own{"/etc/keyshim/keys.toml", m_published, m_listen, m_waits};
+  relay::CaptureRing m_captures;
+  OwnEndpoints m_own{"/etc/keyshim/keys.toml", m_published, m_listen, m_waits, m_captures};
 };
 
 // A request in the wait room that never gets a key.

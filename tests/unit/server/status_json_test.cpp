@@ -64,7 +64,7 @@ std::vector<PoolReport> reports() {
 }
 
 TEST(StatusJson, StatusHasThePinnedShape) {
-  InstanceInfo info{4242, 3, "/home/u/keys.toml", "", "127.0.0.1:8787"};
+  InstanceInfo info{4242, 3, "/home/u/keys.toml", "", "127.0.0.1:8787", 7, 200, 9000};
   std::string usage_zero =
       R"({"requests":0,"failures":{"rate_limit":0,"auth":0,"quota":0,"server":0,"transport":0},)"
       R"("input_tokens":0,"output_tokens":0})";
@@ -86,7 +86,8 @@ TEST(StatusJson, StatusHasThePinnedShape) {
       R"("upstream":"https://api.openai.com/v1","serves":null,"state":"disabled","until":null,"resumes_in_ms":0,)"
       R"("reason":"401 \"invalid\\key\"\n","ok":0,"err":0,"last_status":null,"last_error":null,"in_flight":0,)"
       R"("max_concurrent":null,"websockets":0,"sessions":0,"today":{},)"
-      R"("total":{},"limits":[],"models":[],"quota":null,"token":null}}]}}]}})",
+      R"("total":{},"limits":[],"models":[],"quota":null,"token":null}}]}}],)"
+      R"("captures":{{"entries":7,"size":200,"bytes":9000}}}})",
       k_version, usage_zero, usage_zero);
   EXPECT_EQ(status_json(reports(), k_now, info), expected);
 }
