@@ -32,7 +32,11 @@ public:
   void append(std::string& out, std::string_view text) const;
   // The length of the longest text replaced (a key's percent-encoded form):
   // a prefix of a text cut this far past its end redacts like the whole.
-  std::size_t longest() const { return m_needles.empty() ? 0 : m_needles.front().text.size(); }
+  // key_cmd tokens included, so it is for the event loop's thread as well.
+  std::size_t longest() const {
+    const std::vector<Needle>& all = needles();
+    return all.empty() ? 0 : all.front().text.size();
+  }
 
 private:
   struct Needle {

@@ -126,5 +126,19 @@ TEST(Redactor, AKeyCmdKeysNewTokenAndTheOneBeforeAreRedactedToo) {
                 util::fingerprint_of("sk-static-key-1"));
 }
 
+TEST(Redactor, TheLongestTextReplacedCountsAKeyCmdKeysNewToken) {
+  test::FakeClock clock;
+  std::vector<config::KeyConfig> keys = keys_of({"tok-0", "sk-static"});
+  keys[0].command = config::KeyCommand{{"token-command"}, std::chrono::minutes(1), std::nullopt};
+  pool::KeyPool pool(std::move(keys), config::Strategy::ordered, clock);
+  Redactor redact(pool);
+  EXPECT_EQ(redact.longest(), std::string("sk-static").size());
+  const std::string longer(64, 't');
+  clock.advance(std::chrono::minutes(1));
+  ASSERT_TRUE(pool.begin_refresh(0));
+  pool.finish_refresh(0, pool::RefreshResult{util::Secret(longer), std::nullopt, ""});
+  EXPECT_EQ(redact.longest(), longer.size());
+}
+
 } // namespace
 } // namespace keyshim::relay
