@@ -2,6 +2,7 @@
 // fake instance for /captures/ID (served from canned JSON in the agreed
 // shape, /work/notes/capture-schema.md), replays the request to it, and the
 // test checks what was sent, what was printed and how it exited.
+#include "support/http_fake_upstream.hpp"
 #include "support/http_raw_client.hpp"
 #include "support/run_binary.hpp"
 #include "support/temp_dir.hpp"
@@ -14,6 +15,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <signal.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -129,6 +131,12 @@ public:
     std::lock_guard lock(m_mutex);
     return m_replayed;
   }
+  // Relay the replay to a real keyshim on `port` instead of answering it
+  // (whole, not streamed): /captures stays canned, the rest is keyshim's.
+  void forward_to(int port) {
+    std::lock_guard lock(m_mutex);
+    m_forward_port = port;
+  }
   std::atomic<bool> sent_first{false};
 
 private:
@@ -142,9 +150,31 @@ private:
     return false;
   }
 
+  void forward(int port, const httplib::Request& req, httplib::Response& res) {
+    httplib::Client keyshim("127.0.0.1", port);
+    keyshim.set_read_timeout(20, 0);
+    keyshim.set_url_encode(false);
+    httplib::Headers headers;
+    for (const auto& [name, value] : req.headers) {
+      if (name != "Host" && name != "Content-Length" && name.find("REMOTE_") != 0 &&
+          name.find("LOCAL_") != 0) {
+        headers.emplace(name, value);
+      }
+    }
+    httplib::Result answer =
+        keyshim.Post(req.target, headers, req.body, req.get_header_value("Content-Type"));
+    res.status = answer ? answer->status : 599;
+    res.set_content(answer ? answer->body : "",
+                    answer ? answer->get_header_value("Content-Type") : "text/plain");
+  }
+
   void replay(const httplib::Request& req, httplib::Response& res) {
     std::lock_guard lock(m_mutex);
     m_replayed = Replayed{req.method, req.target, req.body, req.headers};
+    if (m_forward_port != 0) {
+      forward(m_forward_port, req, res);
+      return;
+    }
     res.status = m_status;
     res.set_chunked_content_provider("text/event-stream", [this](std::size_t, httplib::DataSink& sink) {
       std::unique_lock held(m_mutex);
@@ -176,6 +206,7 @@ private:
   std::vector<std::string> m_events = {"data: {\"replayed\":1}\n\n"};
   bool m_hold = false;
   bool m_released = false;
+  int m_forward_port = 0;
   std::optional<Replayed> m_replayed;
 };
 
@@ -367,6 +398,47 @@ TEST_F(ReplayCommand, AnIdThatIsNotAPositiveNumberIsAUsageError) {
     EXPECT_EQ(result.exit_code, 2) << bad << ": " << result.all_output();
   }
   EXPECT_FALSE(instance.replayed());
+}
+
+// The whole path through a real `keyshim serve`: the replay reaches the
+// upstream on the key --key names (round-robin would have chosen the other
+// first), without either keyshim field, and keyshim logs it as a replay.
+TEST_F(ReplayCommand, ThroughARealKeyshimTheNamedKeyServesAndTheFieldsStayBehind) {
+  keyshim::test::FakeUpstream upstream;
+  upstream.push(keyshim::test::json(200, R"({"usage":{"prompt_tokens":11,"completion_tokens":7}})"));
+  const int port = keyshim::test::unused_loopback_port();
+  std::string served = m_dir.write(
+      "served.toml",
+      "[server]\nclient_token = \"" + std::string(k_token) + "\"\n\n[upstream]\nbase_url = \"" +
+          upstream.base_url() +
+          "\"\nstrategy = \"round-robin\"\n\n[[keys]]\nlabel = \"k0\"\nkey = "
+          "\"sk-replay-test-key-0\"\n\n[[keys]]\nlabel = \"k1\"\nkey = \"sk-replay-test-key-1\"\n",
+      0600);
+  RunOptions serve_options = options();
+  serve_options.timeout = 60s;
+  ChildProcess serve = ChildProcess::start(
+      {KEYSHIM_BINARY, "serve", "-c", served, "--listen", "127.0.0.1:" + std::to_string(port)},
+      serve_options);
+  ASSERT_TRUE(serve.wait_for_stderr("listening on")) << serve.err();
+  instance.serve_capture(12, capture_json(12, plain_body()));
+  instance.forward_to(port);
+
+  RunResult result = replay({"12", "--key", "k1"});
+  EXPECT_EQ(result.exit_code, 0) << result.all_output();
+  ASSERT_EQ(upstream.request_count(), 1u) << result.all_output();
+  keyshim::test::SeenRequest seen = upstream.seen().at(0);
+  EXPECT_EQ(seen.header("Authorization"), "Bearer sk-replay-test-key-1");
+  EXPECT_FALSE(seen.has_header("keyshim-key"));
+  EXPECT_FALSE(seen.has_header("keyshim-replay"));
+  EXPECT_EQ(seen.body, k_body);
+  EXPECT_NE(result.out.find("\nusage         in 10, out 20                  in 11, out 7\n"),
+            std::string::npos)
+      << result.out;
+  EXPECT_TRUE(serve.wait_for_stderr("key=k1 replay=12")) << serve.err();
+  serve.send_signal(SIGTERM);
+  RunResult ended = serve.wait();
+  EXPECT_EQ(ended.all_output().find("sk-replay-test-key"), std::string::npos);
+  EXPECT_EQ(ended.all_output().find(k_token), std::string::npos);
 }
 
 } // namespace
