@@ -145,7 +145,7 @@ TEST_F(ReplayCommand, AStreamedAnswerIsPrintedAsItArrives) {
   std::vector<std::string> args = {KEYSHIM_BINARY, "replay", "12", "-c", m_path};
   ChildProcess child = ChildProcess::start(args, options());
   ASSERT_TRUE(child.wait_for_stdout("data: {\"first\":1}")) << child.out() << child.err();
-  EXPECT_TRUE(instance.sent_first) << "the instance holds the rest of the answer";
+  EXPECT_TRUE(instance.holding) << "the instance holds the rest of the answer";
   EXPECT_EQ(child.out().find("second"), std::string::npos) << child.out();
   instance.release();
   RunResult result = child.wait();

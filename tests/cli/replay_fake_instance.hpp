@@ -99,7 +99,8 @@ public:
     std::lock_guard lock(m_mutex);
     m_forward_port = port;
   }
-  std::atomic<bool> sent_first{false};
+  // The answer's first event is being written, and the rest waits for release().
+  std::atomic<bool> holding{false};
 
 private:
   bool authorised(const httplib::Request& req, httplib::Response& res) const {
@@ -141,11 +142,12 @@ private:
     res.set_chunked_content_provider("text/event-stream", [this](std::size_t, httplib::DataSink& sink) {
       std::unique_lock held(m_mutex);
       for (std::size_t i = 0; i < m_events.size(); ++i) {
+        // Set before the write: once the client has the first event, this says the rest is held.
+        holding = i == 0 && m_hold;
         if (!sink.write(m_events[i].data(), m_events[i].size())) {
           return false;
         }
-        if (i == 0 && m_hold) {
-          sent_first = true;
+        if (holding) {
           if (!m_changed.wait_for(held, 20s, [this] { return m_released; })) {
             return false;
           }
