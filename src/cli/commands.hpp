@@ -32,6 +32,7 @@ Subcommand add_env(CLI::App& parent);
 Subcommand add_run(CLI::App& parent);
 Subcommand add_status(CLI::App& parent);
 Subcommand add_top(CLI::App& parent);
+Subcommand add_replay(CLI::App& parent);
 Subcommand add_reload(CLI::App& parent);
 Subcommand add_demo(CLI::App& parent);
 Subcommand add_log(CLI::App& parent);

@@ -124,7 +124,7 @@ Admission HealthCell::admit(util::TimePoint now, int max_concurrent, const std::
 }
 
 Streaks HealthCell::apply(util::TimePoint now, const std::string* model, const Report& report) {
-  count_attempt(now, report.failure);
+  count_attempt(now, report.failure, report.replay);
   health.last_status = report.status;
   // A model's trouble changes the pair (key, model); the key serves other models.
   const std::string* scoped = report.scope == Scope::model ? model : nullptr;
@@ -212,8 +212,18 @@ void HealthCell::disable(const std::string& reason) {
   health.reason = reason;
 }
 
-void HealthCell::count_attempt(util::TimePoint now, std::optional<FailureClass> failure) {
-  for (UsageCounts* counts : {&today(now), &health.total}) {
+std::array<UsageCounts*, 2> HealthCell::usage_for(util::TimePoint now, bool replay) {
+  if (replay) {
+    return {&health.replays, nullptr};
+  }
+  return {&today(now), &health.total};
+}
+
+void HealthCell::count_attempt(util::TimePoint now, std::optional<FailureClass> failure, bool replay) {
+  for (UsageCounts* counts : usage_for(now, replay)) {
+    if (counts == nullptr) {
+      continue;
+    }
     util::add_saturating(counts->requests, 1);
     if (failure) {
       util::add_saturating(counts->failures.at(static_cast<std::size_t>(*failure)), 1);

@@ -12,6 +12,7 @@
 #include "pool/saved_health.hpp"
 #include "util/clock.hpp"
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <ctime>
@@ -75,6 +76,9 @@ public:
 
   // `today` as of `now`: a new local day starts from zero.
   UsageCounts& today(util::TimePoint now);
+  // Where an attempt's usage goes: `today` and `total`, or for a replay
+  // `replays` alone (the second entry is then null).
+  std::array<UsageCounts*, 2> usage_for(util::TimePoint now, bool replay);
 
   // What a restart keeps (pool/saved_health.hpp), and taking it back: a
   // cooling that has ended by `now` is left out, one longer than `cap` is
@@ -88,7 +92,7 @@ private:
   void succeed(const std::string* model);
   void fail(util::TimePoint now, const std::string* scoped, const Report& report);
   void disable(const std::string& reason);
-  void count_attempt(util::TimePoint now, std::optional<FailureClass> failure);
+  void count_attempt(util::TimePoint now, std::optional<FailureClass> failure, bool replay);
   void note_quota(util::TimePoint now, const std::string* model, const QuotaReport& quota);
 
   // The local day health.usage_day was last set for, [begins, ends) in

@@ -269,6 +269,37 @@ bool KeyPool::try_take(std::size_t index, Search& search) {
   return true;
 }
 
+// The user named the key: its health does not stand in the way (the
+// outcome is still reported like any attempt's), and neither does the
+// strategy, so the cursor and the sessions are left alone.
+Selection KeyPool::acquire_pinned(std::size_t index) {
+  HealthCell& cell = *m_cells.at(index);
+  std::lock_guard lock(cell.mutex);
+  const util::TimePoint now = m_clock.now();
+  cell.expire(now);
+  ++cell.health.in_flight;
+  cell.health.last_used = now;
+  Selection selection;
+  selection.index = index;
+  selection.key_id = cell.id;
+  const config::Limits& limits = m_keys[index].limits;
+  if (limits.any()) {
+    const bool before = cell.budget.blocked_until(now, limits).has_value();
+    cell.budget.count_request(now, limits);
+    selection.reached_limit = !before && cell.budget.blocked_until(now, limits).has_value();
+  }
+  return selection;
+}
+
+std::optional<std::size_t> KeyPool::index_of_label(std::string_view label) const {
+  for (std::size_t i = 0; i < m_keys.size(); ++i) {
+    if (m_keys[i].label == label) {
+      return i;
+    }
+  }
+  return std::nullopt;
+}
+
 void KeyPool::release(std::size_t index, const std::string* probed) {
   HealthCell& cell = *m_cells.at(index);
   std::lock_guard lock(cell.mutex);
@@ -298,13 +329,15 @@ bool KeyPool::cooling_for(std::size_t index, const std::string* model) const {
   return cell.cooling_end(m_clock.now(), model).has_value();
 }
 
-bool KeyPool::count_tokens(std::size_t index, std::uint64_t input, std::uint64_t output) {
+bool KeyPool::count_tokens(std::size_t index, std::uint64_t input, std::uint64_t output, bool replay) {
   HealthCell& cell = *m_cells.at(index);
   std::lock_guard lock(cell.mutex);
   const util::TimePoint now = m_clock.now();
-  for (UsageCounts* counts : {&cell.today(now), &cell.health.total}) {
-    util::add_saturating(counts->input_tokens, input);
-    util::add_saturating(counts->output_tokens, output);
+  for (UsageCounts* counts : cell.usage_for(now, replay)) {
+    if (counts != nullptr) {
+      util::add_saturating(counts->input_tokens, input);
+      util::add_saturating(counts->output_tokens, output);
+    }
   }
   const config::Limits& limits = m_keys.at(index).limits;
   if (!limits.any()) {
@@ -317,11 +350,13 @@ bool KeyPool::count_tokens(std::size_t index, std::uint64_t input, std::uint64_t
   return !before && cell.budget.blocked_until(now, limits).has_value();
 }
 
-void KeyPool::count_bytes(std::size_t index, std::uint64_t bytes) {
+void KeyPool::count_bytes(std::size_t index, std::uint64_t bytes, bool replay) {
   HealthCell& cell = *m_cells.at(index);
   std::lock_guard lock(cell.mutex);
-  for (UsageCounts* counts : {&cell.today(m_clock.now()), &cell.health.total}) {
-    util::add_saturating(counts->bytes, bytes);
+  for (UsageCounts* counts : cell.usage_for(m_clock.now(), replay)) {
+    if (counts != nullptr) {
+      util::add_saturating(counts->bytes, bytes);
+    }
   }
 }
 

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace keyshim::pool {
@@ -63,6 +64,7 @@ struct KeyHealth {
   int websockets = 0;              // relayed WebSockets open now (they hold no in-flight slot)
   UsageCounts today;               // since local midnight
   UsageCounts total;               // since keyshim started
+  UsageCounts replays;             // replays since start (behaviour.md §4.2), not in today or total
   int usage_day = 0;               // the local day `today` counts: year * 1000 + day of the year
   std::vector<ModelHealth> models; // models in trouble on this key
   std::optional<KeyQuota> quota;   // the limits the provider last reported, if it ever did
@@ -99,6 +101,7 @@ struct Report {
   std::string reason;                  // why it cooled or was disabled: "429 Retry-After", "401"
   std::optional<FailureClass> failure; // for the usage counts; nullopt when the key did its job
   std::optional<QuotaReport> quota;    // the rate limits the response reported, if it did
+  bool replay = false;                 // a replay's attempt: counted in KeyHealth::replays
 };
 
 // A key_cmd key's token, as status shows it (never the token itself).
@@ -214,6 +217,13 @@ public:
   // choice becomes the named session's key.
   Selection acquire(const std::vector<bool>& excluded, const std::string* model = nullptr,
                     Affinity affinity = {});
+  // Take the key `index` for a request that names it (keyshim-key,
+  // docs/behaviour.md §4.2): whatever its state, cooling, limits or
+  // max_concurrent, counted in flight and against its own limits like any
+  // request. Never a probe; the round-robin cursor and sessions stay.
+  Selection acquire_pinned(std::size_t index);
+  // The index of the key labelled `label`, nullopt when the pool has none.
+  std::optional<std::size_t> index_of_label(std::string_view label) const;
   // The request that acquired `index` is done with it; `probed` is the model
   // it was probing (Selection::probe), if any.
   void release(std::size_t index, const std::string* probed = nullptr);
@@ -231,11 +241,12 @@ public:
   // Whether `index` is cooling now, by the pool's clock: for every model, or
   // for `model` (when given). A disabled key is not cooling.
   bool cooling_for(std::size_t index, const std::string* model = nullptr) const;
-  // Tokens a response served by the key reported using. True when they made
-  // the key reach one of its own token limits.
-  bool count_tokens(std::size_t index, std::uint64_t input, std::uint64_t output);
+  // Tokens a response served by the key reported using (a replay's go to
+  // KeyHealth::replays; own limits count both). True when they made the key
+  // reach one of its own token limits.
+  bool count_tokens(std::size_t index, std::uint64_t input, std::uint64_t output, bool replay = false);
   // Body bytes a response served by the key relayed to its client.
-  void count_bytes(std::size_t index, std::uint64_t bytes);
+  void count_bytes(std::size_t index, std::uint64_t bytes, bool replay = false);
   // Whether some key of the pool serves `model` (its models and
   // exclude_models); true without a model.
   bool serves(const std::string* model) const;

@@ -185,6 +185,7 @@ Capture CaptureDraft::build(const RequestRecord& record, const Request& request,
   c.input_tokens = record.input_tokens;
   c.output_tokens = record.output_tokens;
   c.error = mask.apply(record.error);
+  c.replay_of = record.replay_of;
   c.request_head = captured_head(request.head, mask);
   c.request_body = captured_body(request.body, request.body.size(), body_limit, mask);
   c.response_head = captured_head(m_response_head, mask);

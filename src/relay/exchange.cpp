@@ -5,6 +5,7 @@
 #include "relay/header_rules.hpp"
 #include "relay/health_report.hpp"
 #include "relay/redact.hpp"
+#include "relay/replay_request.hpp"
 #include "util/duration.hpp"
 #include "util/log.hpp"
 
@@ -43,6 +44,10 @@ Exchange::Exchange(std::shared_ptr<const PoolState> state, const Route& route, C
   if (m_settings->session_ttl.count() > 0) {
     m_session = policy::request_session(session_header(m_request), m_request.target(), m_request.body());
   }
+  ReplayRequest replay = read_replay_request(m_request, *m_pool, *m_served->config);
+  m_record.replay_of = replay.replay_of;
+  m_pinned = replay.pinned;
+  m_refusal = std::move(replay.refusal);
 }
 
 void Exchange::start() {
@@ -50,6 +55,11 @@ void Exchange::start() {
   // Requests already waiting for this pool's keys go first: one may be
   // free now because a cooldown ended a moment before their timer fires.
   m_context.waits.wake(m_served->config->name);
+  if (m_refusal) {
+    m_record.error = "bad keyshim-replay or keyshim-key field";
+    answer(*m_refusal);
+    return;
+  }
   choose_key();
 }
 
@@ -58,6 +68,10 @@ void Exchange::start() {
 void Exchange::choose_key() {
   m_phase = Choosing{};
   m_watchdog.stop();
+  if (m_pinned) {
+    choose_pinned();
+    return;
+  }
   while (!m_plan.out_of_attempts()) {
     pool::Selection selection = m_pool->acquire(m_plan.mask(), model(), affinity());
     if (selection.index) {
@@ -93,6 +107,17 @@ void Exchange::choose_key() {
   // Out of attempts or keys: the last upstream error is the most truthful
   // answer; with none (only transport failures), say what each key got.
   answer(m_plan.final_answer());
+}
+
+// The key the request names serves it once, whatever its health: the user
+// asked for that key's answer, so there is no failover, no wait and no
+// repeat; what it got is the answer (its error relayed, or the 502).
+void Exchange::choose_pinned() {
+  if (m_plan.attempts() > 0) {
+    answer(m_plan.final_answer());
+    return;
+  }
+  attempt(m_pool->acquire_pinned(*m_pinned));
 }
 
 // A named session's key is the pool's to remember; without one, the

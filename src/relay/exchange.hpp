@@ -164,6 +164,7 @@ private:
 
   // ---- choosing a key and attempting (exchange.cpp)
   void choose_key();
+  void choose_pinned();
   void attempt(pool::Selection selection);
   void fail_attempt(policy::TransportFailure failure, const std::string& detail);
   policy::Verdict verdict_for(std::size_t key, const policy::Outcome& outcome) const;
@@ -231,6 +232,9 @@ private:
   ClientRequest m_request;
   std::optional<std::string> m_model; // the model the request asks for, if it names one
   std::uint64_t m_session = 0;        // the tool session it names (policy::request_session), 0: none
+  // keyshim-key: the one key that serves it, no failover (docs/behaviour.md §4.2).
+  std::optional<std::size_t> m_pinned;
+  std::optional<Answer> m_refusal; // a malformed keyshim-replay or keyshim-key: the 400
   std::shared_ptr<Downstream> m_client;
   RelayContext& m_context;
   MonoTime m_started;

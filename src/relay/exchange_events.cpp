@@ -41,6 +41,7 @@ void Exchange::apply_health(std::size_t index, const policy::Outcome& outcome,
   capture_step(index, response ? outcome.status : 0, &verdict);
   pool::Report report = health_report(outcome, verdict);
   report.quota = std::exchange(m_quota, std::nullopt); // an error's head reports the limits too
+  report.replay = m_record.replay_of.has_value();
   pool::Streaks streaks = m_pool->report(index, model(), report);
   // A model's trouble cools the pair (key, model); the key serves other models.
   log_health_change(label, verdict, verdict.scope == policy::Scope::model ? model() : nullptr, streaks);

@@ -47,6 +47,7 @@ void Exchange::open_tunnel() {
   // open WebSocket holds no max_concurrent slot (it may idle for hours).
   pool::Report served = served_report(101);
   served.quota = std::exchange(m_quota, std::nullopt);
+  served.replay = m_record.replay_of.has_value();
   m_pool->report(key, model(), served);
   if (served.quota) {
     log_set_aside(m_pool->key(key).label, model(), *served.quota);
@@ -90,7 +91,8 @@ void Exchange::open_tunnel() {
 void Exchange::upstream_text(std::string_view text) {
   const std::size_t key = std::get<Tunnelling>(m_phase).key;
   if (std::optional<policy::Usage> usage = policy::socket_event_usage(text)) {
-    if (m_pool->count_tokens(key, usage->input.value_or(0), usage->output.value_or(0))) {
+    if (m_pool->count_tokens(key, usage->input.value_or(0), usage->output.value_or(0),
+                             m_record.replay_of.has_value())) {
       log_limit_reached(m_pool->key(key).label, m_pool->limits(key), m_context.wall.now());
     }
     m_record.input_tokens = m_record.input_tokens.value_or(0) + usage->input.value_or(0);
@@ -152,7 +154,7 @@ void Exchange::tunnel_closed(const WsTunnel::Summary& summary) {
     return;
   }
   m_pool->count_websocket(key, -1);
-  m_pool->count_bytes(key, summary.bytes_down);
+  m_pool->count_bytes(key, summary.bytes_down, m_record.replay_of.has_value());
   m_record.bytes = summary.bytes_down;
   m_record.websocket = fmt::format(
       "{} messages up, {} down, {} bytes up{}; {}", summary.messages_up, summary.messages_down,

@@ -24,6 +24,7 @@ void Exchange::commit(std::string_view first, bool done, std::string held) {
   const config::KeyConfig& key = m_pool->key(t.key);
   pool::Report served = served_report(status);
   served.quota = std::exchange(m_quota, std::nullopt);
+  served.replay = m_record.replay_of.has_value(); // counted apart in the key's usage
   m_pool->report(t.key, model(), served);
   if (served.quota) {
     log_set_aside(key.label, model(), *served.quota);
@@ -124,11 +125,12 @@ void Exchange::on_answer_written(const ErrorCode& ec, bool close) {
 // error or keyshim's own answer counts toward no key.
 void Exchange::count_usage(Streaming& s) {
   policy::Usage usage = s.usage.finish();
-  m_pool->count_bytes(s.key, m_record.bytes);
+  const bool replay = m_record.replay_of.has_value();
+  m_pool->count_bytes(s.key, m_record.bytes, replay);
   m_record.input_tokens = usage.input;
   m_record.output_tokens = usage.output;
   if (usage.input || usage.output) {
-    if (m_pool->count_tokens(s.key, usage.input.value_or(0), usage.output.value_or(0))) {
+    if (m_pool->count_tokens(s.key, usage.input.value_or(0), usage.output.value_or(0), replay)) {
       log_limit_reached(m_pool->key(s.key).label, m_pool->limits(s.key), m_context.wall.now());
     }
   }

@@ -119,6 +119,10 @@ bool is_credential(std::string_view name) {
   return in_list(k_credential_headers, name);
 }
 
+bool is_replay_control(std::string_view name) {
+  return util::iequals(name, k_replay_field) || util::iequals(name, k_key_field);
+}
+
 bool is_websocket_upgrade(const http::request_header<>& request) {
   if (request.method() != http::verb::get || !named_by_connection(request, "upgrade")) {
     return false;
@@ -199,9 +203,9 @@ std::string upstream_head(const http::request_header<>& client, std::string_view
       util::append_field(head, name, field.value());
       continue;
     }
-    if (is_hop_by_hop(name) || is_credential(name) || util::iequals(name, "host") ||
-        util::iequals(name, "content-length") || util::iequals(name, "expect") ||
-        (connection_lists && named_by_connection(client, name))) {
+    if (is_hop_by_hop(name) || is_credential(name) || is_replay_control(name) ||
+        util::iequals(name, "host") || util::iequals(name, "content-length") ||
+        util::iequals(name, "expect") || (connection_lists && named_by_connection(client, name))) {
       continue;
     }
     if (websocket && util::iequals(name, "sec-websocket-extensions") && is_responses_socket(target)) {

@@ -25,6 +25,13 @@ bool lists_token(std::string_view list, std::string_view token);
 // True for the fields a client uses to send its (placeholder) key.
 bool is_credential(std::string_view name);
 
+// The request fields `keyshim replay` sends to its own instance
+// (docs/behaviour.md §4.2): never relayed upstream.
+inline constexpr std::string_view k_replay_field = "keyshim-replay";
+inline constexpr std::string_view k_key_field = "keyshim-key";
+// True for keyshim-replay and keyshim-key (case-insensitive).
+bool is_replay_control(std::string_view name);
+
 // True for a WebSocket opening handshake (RFC 6455 §4.1): GET with
 // `Upgrade: websocket` and `Connection: upgrade`. Other upgrades (h2c) are
 // not relayed: their Upgrade field is dropped like any hop-by-hop field.
@@ -57,7 +64,7 @@ std::string upstream_target(std::string_view client_target, const std::vector<st
 
 // The whole request head for the upstream: request line, Host, the client's
 // fields minus hop-by-hop ones (and those Connection names), Host, framing,
-// Expect and credentials, the key as its auth style says, and Content-Length
+// Expect, credentials and keyshim's replay fields, the key as its auth style says, and Content-Length
 // when there is a body (the body was read whole, so it is re-framed). A
 // WebSocket handshake keeps `Upgrade` and gets `Connection: Upgrade`.
 std::string upstream_head(const http::request_header<>& client, std::string_view target,

@@ -36,6 +36,9 @@ std::string format_request_text(const RequestRecord& r) {
   if (!r.key_label.empty()) {
     line += fmt::format(" key={}", r.key_label);
   }
+  if (r.replay_of) {
+    line += fmt::format(" replay={}", *r.replay_of);
+  }
   line += fmt::format(" attempts={}", r.attempts);
   if (!r.chain.empty()) {
     line += fmt::format(" chain={}", join(r.chain));
@@ -84,6 +87,9 @@ void log_request(const RequestRecord& r) {
       .add("stream", Json::make_bool(r.stream))
       .add("input_tokens", count(r.input_tokens))
       .add("output_tokens", count(r.output_tokens));
+  if (r.replay_of) {
+    fields.add("replay_of", Json::make_number(*r.replay_of));
+  }
   if (!r.websocket.empty()) {
     fields.add("websocket", text(r.websocket));
   }

@@ -1,6 +1,6 @@
 #pragma once
 // The one log line per request:
-// `TS POST /v1/chat/completions 200 key=personal attempts=2
+// `TS POST /v1/chat/completions 200 key=personal [replay=12] attempts=2
 //  chain=team:429,personal:200 ttfb=412ms dur=8.1s bytes=10432 in=1200 out=310 stream`.
 #include <chrono>
 #include <cstdint>
@@ -28,6 +28,8 @@ struct RequestRecord {
   std::string websocket;    // a relayed WebSocket: its messages and how it ended; "" otherwise
   std::string error;        // why it ended abnormally, "" when it did not
   bool client_left = false; // the client hung up: its own doing, not a warning
+  // The capture this request replays (keyshim-replay), if any.
+  std::optional<std::uint64_t> replay_of;
 };
 
 // Write `record` through util::Logger in the configured format.

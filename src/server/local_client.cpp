@@ -70,4 +70,35 @@ LocalResponse local_post_stream(const config::ListenAddress& at, const std::stri
   return out;
 }
 
+LocalResponse local_send(const config::ListenAddress& at, const LocalRequest& request, int read_seconds,
+                         const std::function<void(int status, const HeaderList& headers)>& on_head,
+                         const std::function<void(std::string_view)>& on_bytes) {
+  httplib::Client client = make_client(at, read_seconds);
+  client.set_url_encode(false); // the captured target, byte for byte
+  client.set_decompress(false); // else it asks for gzip itself
+  httplib::Request req;
+  req.method = request.method;
+  req.path = request.target;
+  for (const auto& [name, value] : request.headers) {
+    req.headers.emplace(name, value);
+  }
+  req.body = request.body;
+  LocalResponse out;
+  req.response_handler = [&](const httplib::Response& res) {
+    out.status = res.status;
+    HeaderList headers(res.headers.begin(), res.headers.end());
+    on_head(res.status, headers);
+    return true;
+  };
+  req.content_receiver = [&](const char* data, std::size_t size, std::uint64_t, std::uint64_t) {
+    on_bytes(std::string_view(data, size));
+    return true;
+  };
+  httplib::Result result = client.send(req);
+  if (!result) {
+    note_failure(out, result.error());
+  }
+  return out;
+}
+
 } // namespace keyshim::server

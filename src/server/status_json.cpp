@@ -184,6 +184,7 @@ Json key_json(const pool::KeySnapshot& key, util::TimePoint now) {
       .add("sessions", Json::make_number(key.sessions))
       .add("today", usage_json(h.today))
       .add("total", usage_json(h.total))
+      .add("replays", usage_json(h.replays))
       .add("limits", limits_json(key.limits, now))
       .add("models", models_json(h.models, now))
       .add("quota", quota_json(h.quota, now))

@@ -80,15 +80,16 @@ TEST(StatusJson, StatusHasThePinnedShape) {
       R"("websockets":0,"sessions":2,"today":{{"requests":1,"failures":{{"rate_limit":0,)"
       R"("auth":0,"quota":0,"server":0,"transport":0}},"input_tokens":0,"output_tokens":0}},)"
       R"("total":{{"requests":5,"failures":{{"rate_limit":2,"auth":0,"quota":0,"server":1,)"
-      R"("transport":0}},"input_tokens":1200,"output_tokens":310}},"limits":[],"models":[{{"model":"gpt-4o","state":"cooling",)"
+      R"("transport":0}},"input_tokens":1200,"output_tokens":310}},"replays":{},)"
+      R"("limits":[],"models":[{{"model":"gpt-4o","state":"cooling",)"
       R"("until":"2027-01-15T08:00:07Z","resumes_in_ms":7500,"reason":"429"}},{{"model":"o1","state":"probing",)"
       R"("until":null,"resumes_in_ms":0,"reason":"429"}}],"quota":null,"token":null}},{{"label":"old","fingerprint":"sk-...Wq9z",)"
       R"("upstream":"https://api.openai.com/v1","serves":null,"state":"disabled","until":null,"resumes_in_ms":0,)"
       R"("reason":"401 \"invalid\\key\"\n","ok":0,"err":0,"last_status":null,"last_error":null,"in_flight":0,)"
       R"("max_concurrent":null,"websockets":0,"sessions":0,"today":{},)"
-      R"("total":{},"limits":[],"models":[],"quota":null,"token":null}}]}}],)"
+      R"("total":{},"replays":{},"limits":[],"models":[],"quota":null,"token":null}}]}}],)"
       R"("captures":{{"entries":7,"size":200,"bytes":9000}}}})",
-      k_version, usage_zero, usage_zero);
+      k_version, usage_zero, usage_zero, usage_zero, usage_zero);
   EXPECT_EQ(status_json(reports(), k_now, info), expected);
 }
 
