@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -145,11 +146,23 @@ ReplayAnswer send_replay(const InstanceAddress& instance, const server::LocalReq
   return answer;
 }
 
-// The key that served the replay, from the instance's capture of it ("" when
-// it captured none: a success under capture = "errors").
-std::string served_key(const InstanceAddress& instance, std::uint64_t id) {
+// The newest capture's id (0 when there is none or the instance does not
+// say), asked before the replay is sent: the capture of the replay comes
+// after it, and an earlier replay of the same capture does not.
+std::uint64_t newest_capture(const InstanceAddress& instance, std::uint64_t id) {
   server::LocalResponse list =
       server::local_get(instance.listen, fmt::format("/captures?after={}", id), instance.client_token);
+  std::optional<util::Json> json = list.status == 200 ? util::parse_json(list.body) : std::nullopt;
+  const util::Json* last = json ? json->find("last_id") : nullptr;
+  return last != nullptr ? last->as_unsigned().value_or(0) : 0;
+}
+
+// The key that served the replay, from the instance's capture of it ("" when
+// it captured none: a success under capture = "errors"). `since`: the
+// newest capture before the replay was sent.
+std::string served_key(const InstanceAddress& instance, std::uint64_t id, std::uint64_t since) {
+  server::LocalResponse list = server::local_get(
+      instance.listen, fmt::format("/captures?after={}", std::max(id, since)), instance.client_token);
   std::optional<util::Json> json = list.status == 200 ? util::parse_json(list.body) : std::nullopt;
   return json ? replay_key_in(*json, id) : "";
 }
@@ -164,11 +177,12 @@ int run_replay(const ReplayFlags& flags) {
                captured.model.empty() ? "" : ", model " + printable(captured.model),
                flags.key.empty() ? "the key keyshim chooses" : "key " + flags.key);
     std::fflush(stdout);
+    const std::uint64_t since = newest_capture(instance, flags.id);
     ReplayAnswer answer = send_replay(instance, request);
     if (!answer.error.empty()) {
       fmt::print(stderr, "keyshim: replay: the answer ended early ({})\n", answer.error);
     }
-    answer.served_key = served_key(instance, flags.id);
+    answer.served_key = served_key(instance, flags.id, since);
     fmt::print("\n{}", render_comparison(captured, answer, flags.key));
     return answer.error.empty() && answer.status >= 200 && answer.status < 300 ? 0 : 1;
   } catch (const std::runtime_error& e) { // CannotReplay, or locate_instance's bad --listen

@@ -338,4 +338,50 @@ TEST_F(ReplayCommand, AReplayOfARealCaptureIsItselfCapturedAsItsReplay) {
   EXPECT_EQ(serve.wait().all_output().find("sk-replay-test-key"), std::string::npos);
 }
 
+// Under capture = "errors" a replay that succeeds is not captured: the key
+// row must not name the key of an earlier replay of the same capture.
+TEST_F(ReplayCommand, AnUncapturedReplayDoesNotClaimTheKeyOfAnEarlierReplay) {
+  keyshim::test::FakeUpstream upstream;
+  upstream.push(keyshim::test::json(429, R"({"error":{"message":"slow down"}})"));
+  upstream.push(keyshim::test::json(200, R"({"first":true})"));
+  upstream.push(keyshim::test::json(500, R"({"error":{"message":"boom"}})"));
+  upstream.push(keyshim::test::json(200, R"({"second":true})"));
+  const int port = keyshim::test::unused_loopback_port();
+  std::string served = m_dir.write(
+      "served.toml",
+      "[server]\nclient_token = \"" + std::string(k_token) + "\"\n\n[upstream]\nbase_url = \"" +
+          upstream.base_url() + "\"\n\n[[keys]]\nlabel = \"k0\"\nkey = \"sk-replay-test-key-0\"\n\n" +
+          "[[keys]]\nlabel = \"k1\"\nkey = \"sk-replay-test-key-1\"\n",
+      0600);
+  RunOptions serve_options = options();
+  serve_options.timeout = 60s;
+  const std::string listen = "127.0.0.1:" + std::to_string(port);
+  ChildProcess serve = ChildProcess::start({KEYSHIM_BINARY, "serve", "-c", served, "--listen", listen},
+                                           serve_options);
+  ASSERT_TRUE(serve.wait_for_stderr("listening on")) << serve.err();
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(20, 0);
+  const httplib::Headers auth = {{"Authorization", std::string("Bearer ") + k_token}};
+  auto first = client.Post("/v1/chat/completions", auth, R"({"model":"gpt-4o"})", "application/json");
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 200) << first->body;
+  auto replay_with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {KEYSHIM_BINARY, "replay", "1", "-c", served, "--listen", listen};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return keyshim::test::run_binary(args, options());
+  };
+  RunResult failed = replay_with({"--key", "k0"});
+  EXPECT_EQ(failed.exit_code, 1) << failed.all_output();
+  RunResult chosen = replay_with({});
+  EXPECT_EQ(chosen.exit_code, 0) << chosen.all_output();
+  ASSERT_EQ(upstream.request_count(), 4u);
+  EXPECT_EQ(upstream.seen().at(3).header("Authorization"), "Bearer sk-replay-test-key-1");
+  const std::size_t row = chosen.out.find("\nkey ");
+  ASSERT_NE(row, std::string::npos) << chosen.out;
+  const std::string key_row = chosen.out.substr(row + 1, chosen.out.find('\n', row + 1) - row - 1);
+  EXPECT_NE(key_row.find("chosen by keyshim"), std::string::npos) << key_row;
+  serve.send_signal(SIGTERM);
+  EXPECT_EQ(serve.wait().all_output().find("sk-replay-test-key"), std::string::npos);
+}
+
 } // namespace
