@@ -44,9 +44,9 @@ Cli make_cli() {
   app.set_version_flag("--version", version_text());
   app.require_subcommand(1);
   cli.commands = {
-      add_serve(app),  add_check(app), add_init(app),   add_service(app), add_env(app),     add_run(app),
-      add_status(app), add_top(app),   add_log(app),    add_show(app),    add_capture(app), add_replay(app),
-      add_reload(app), add_demo(app),
+      add_serve(app),   add_check(app),  add_init(app),   add_service(app), add_env(app),
+      add_run(app),     add_status(app), add_top(app),    add_log(app),     add_show(app),
+      add_capture(app), add_replay(app), add_reload(app), add_demo(app),
   };
   return cli;
 }

@@ -299,18 +299,18 @@ TEST_F(ReplayCommand, AReplayOfARealCaptureIsItselfCapturedAsItsReplay) {
   upstream.push(keyshim::test::json(200, R"({"first":true})"));
   upstream.push(keyshim::test::json(200, R"({"replayed":true})"));
   const int port = keyshim::test::unused_loopback_port();
-  std::string served = m_dir.write(
-      "served.toml",
-      "[server]\nclient_token = \"" + std::string(k_token) + "\"\n\n[upstream]\nbase_url = \"" +
-          upstream.base_url() +
-          "\"\ncapture = \"all\"\n\n[[keys]]\nlabel = \"k0\"\nkey = \"sk-replay-test-key-0\"\n\n"
-          "[[keys]]\nlabel = \"k1\"\nkey = \"sk-replay-test-key-1\"\n",
-      0600);
+  std::string served =
+      m_dir.write("served.toml",
+                  "[server]\nclient_token = \"" + std::string(k_token) + "\"\n\n[upstream]\nbase_url = \"" +
+                      upstream.base_url() +
+                      "\"\ncapture = \"all\"\n\n[[keys]]\nlabel = \"k0\"\nkey = \"sk-replay-test-key-0\"\n\n"
+                      "[[keys]]\nlabel = \"k1\"\nkey = \"sk-replay-test-key-1\"\n",
+                  0600);
   RunOptions serve_options = options();
   serve_options.timeout = 60s;
   const std::string listen = "127.0.0.1:" + std::to_string(port);
-  ChildProcess serve = ChildProcess::start({KEYSHIM_BINARY, "serve", "-c", served, "--listen", listen},
-                                           serve_options);
+  ChildProcess serve =
+      ChildProcess::start({KEYSHIM_BINARY, "serve", "-c", served, "--listen", listen}, serve_options);
   ASSERT_TRUE(serve.wait_for_stderr("listening on")) << serve.err();
   httplib::Client client("127.0.0.1", port);
   client.set_read_timeout(20, 0);
@@ -347,17 +347,17 @@ TEST_F(ReplayCommand, AnUncapturedReplayDoesNotClaimTheKeyOfAnEarlierReplay) {
   upstream.push(keyshim::test::json(500, R"({"error":{"message":"boom"}})"));
   upstream.push(keyshim::test::json(200, R"({"second":true})"));
   const int port = keyshim::test::unused_loopback_port();
-  std::string served = m_dir.write(
-      "served.toml",
-      "[server]\nclient_token = \"" + std::string(k_token) + "\"\n\n[upstream]\nbase_url = \"" +
-          upstream.base_url() + "\"\n\n[[keys]]\nlabel = \"k0\"\nkey = \"sk-replay-test-key-0\"\n\n" +
-          "[[keys]]\nlabel = \"k1\"\nkey = \"sk-replay-test-key-1\"\n",
-      0600);
+  std::string served = m_dir.write("served.toml",
+                                   "[server]\nclient_token = \"" + std::string(k_token) +
+                                       "\"\n\n[upstream]\nbase_url = \"" + upstream.base_url() +
+                                       "\"\n\n[[keys]]\nlabel = \"k0\"\nkey = \"sk-replay-test-key-0\"\n\n" +
+                                       "[[keys]]\nlabel = \"k1\"\nkey = \"sk-replay-test-key-1\"\n",
+                                   0600);
   RunOptions serve_options = options();
   serve_options.timeout = 60s;
   const std::string listen = "127.0.0.1:" + std::to_string(port);
-  ChildProcess serve = ChildProcess::start({KEYSHIM_BINARY, "serve", "-c", served, "--listen", listen},
-                                           serve_options);
+  ChildProcess serve =
+      ChildProcess::start({KEYSHIM_BINARY, "serve", "-c", served, "--listen", listen}, serve_options);
   ASSERT_TRUE(serve.wait_for_stderr("listening on")) << serve.err();
   httplib::Client client("127.0.0.1", port);
   client.set_read_timeout(20, 0);
