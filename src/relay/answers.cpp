@@ -120,21 +120,8 @@ Answer no_key_answer(const pool::Selection& selection, util::TimePoint now, mill
 }
 
 std::string serialize(const Answer& answer, bool head_request, bool close) {
-  std::string out;
-  out.reserve(256 + (head_request ? 0 : answer.body.size()));
-  util::append_status_line(out, answer.status, answer.reason);
-  for (const auto& [name, value] : answer.headers) {
-    util::append_field(out, name, value);
-  }
-  util::append_content_length(out, answer.body.size());
-  if (close) {
-    util::append_field(out, "Connection", "close");
-  }
-  util::end_head(out);
-  if (!head_request) {
-    out.append(answer.body);
-  }
-  return out;
+  return util::complete_response(answer.status, answer.reason, answer.headers, answer.body, head_request,
+                                 close);
 }
 
 } // namespace keyshim::relay

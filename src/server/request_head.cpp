@@ -175,18 +175,11 @@ HeadVerdict check_parsed_head(const relay::http::request_header<>& head) {
 std::string error_response(int status, std::string_view message) {
   std::string body = util::json_error_body(fmt::format("keyshim: {}", message), "keyshim_bad_request",
                                            fmt::format("http_{}", status));
-  std::string out;
-  out.reserve(192 + body.size());
-  util::append_status_line(out, status);
-  util::append_field(out, "Content-Type", "application/json");
-  util::append_content_length(out, body.size());
+  util::FieldList fields = {{"Content-Type", "application/json"}};
   if (status == 405) {
-    util::append_field(out, "Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS");
+    fields.emplace_back("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS");
   }
-  util::append_field(out, "Connection", "close");
-  util::end_head(out);
-  out.append(body);
-  return out;
+  return util::complete_response(status, {}, fields, body, false, true);
 }
 
 } // namespace keyshim::server

@@ -126,4 +126,23 @@ void append_last_chunk(std::string& out) {
   out.append("0\r\n\r\n");
 }
 
+std::string complete_response(int status, std::string_view reason, const FieldList& fields,
+                              std::string_view body, bool head_request, bool close) {
+  std::string out;
+  out.reserve(256 + (head_request ? 0 : body.size()));
+  append_status_line(out, status, reason);
+  for (const auto& [name, value] : fields) {
+    append_field(out, name, value);
+  }
+  append_content_length(out, body.size());
+  if (close) {
+    append_field(out, "Connection", "close");
+  }
+  end_head(out);
+  if (!head_request) {
+    out.append(body);
+  }
+  return out;
+}
+
 } // namespace keyshim::util

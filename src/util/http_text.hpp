@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace keyshim::util {
 
@@ -48,6 +50,13 @@ void append_content_length(std::string& out, std::uint64_t length);
 inline void end_head(std::string& out) {
   out.append("\r\n");
 }
+
+// A whole response keyshim answers itself, the one way it writes one: the
+// status line, `fields`, its Content-Length, `Connection: close` when
+// `close`, then the body (left out for a HEAD request, its length kept).
+using FieldList = std::vector<std::pair<std::string, std::string>>;
+std::string complete_response(int status, std::string_view reason, const FieldList& fields,
+                              std::string_view body, bool head_request, bool close);
 
 // Chunked framing (RFC 9112 §7.1): each chunk is its size line, its data and
 // a CRLF; the last chunk is a zero size line and, with no trailers, a CRLF.

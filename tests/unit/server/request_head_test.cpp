@@ -151,10 +151,9 @@ TEST(RequestHead, ErrorResponseBytesAreExact) {
   const std::string trace = R"({"error":{"message":"keyshim: TRACE is not relayed",)"
                             R"("type":"keyshim_bad_request","code":"http_405"}})";
   EXPECT_EQ(error_response(405, "TRACE is not relayed"),
-            "HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json\r\nContent-Length: " +
-                std::to_string(trace.size()) +
-                "\r\nAllow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\nConnection: close\r\n\r\n" +
-                trace);
+            "HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json\r\n"
+            "Allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\nContent-Length: " +
+                std::to_string(trace.size()) + "\r\nConnection: close\r\n\r\n" + trace);
 }
 
 TEST(RequestGuard, LoopbackHostHeaders) {

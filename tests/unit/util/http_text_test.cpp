@@ -30,6 +30,15 @@ TEST(HttpText, HeadIsStatusLineFieldsLengthAndBlankLine) {
                  "\r\n");
 }
 
+TEST(HttpText, CompleteResponseIsHeadFieldsLengthCloseAndBodyButNoBodyForHead) {
+  const FieldList fields = {{"Content-Type", "application/json"}, {"Retry-After", "5"}};
+  EXPECT_EQ(complete_response(503, {}, fields, "{}", false, true),
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 5\r\n"
+            "Content-Length: 2\r\nConnection: close\r\n\r\n{}");
+  EXPECT_EQ(complete_response(200, "Fine", {}, "abc", true, false),
+            "HTTP/1.1 200 Fine\r\nContent-Length: 3\r\n\r\n");
+}
+
 TEST(HttpText, RequestLineCarriesMethodAndTargetAsGiven) {
   std::string out;
   append_request_line(out, "POST", "/v1/chat/completions?x=%20");
