@@ -179,6 +179,16 @@ std::string capture_log_line(const Json& entry) {
                      num(entry, "duration_ms"), replay);
 }
 
+std::string capture_brief_line(const Json& entry) {
+  std::string time = time_text(str(entry, "time"));
+  std::string model = str(entry, "model");
+  long long status = num(entry, "status");
+  return fmt::format(
+      "{:>4}  {}  {}  {}  {} {}  {}  {}ms", num(entry, "id"), time.size() >= 19 ? time.substr(11, 8) : time,
+      status == 0 ? std::string("-") : std::to_string(status), chain_text(entry, false), str(entry, "method"),
+      str(entry, "target"), model.empty() ? "-" : model, num(entry, "duration_ms"));
+}
+
 std::string capture_show_text(const Json& entry) {
   std::string model = str(entry, "model");
   std::string out =

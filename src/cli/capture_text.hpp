@@ -13,6 +13,12 @@ namespace keyshim::cli {
 // /v1/chat/completions  200  k0:429 cool, k1:200 ok  12ms`.
 std::string capture_log_line(const util::Json& entry);
 
+// The same, shorter, for a narrow view of one key's exchanges: id, time of
+// day, status and chain first, then method, target, model and duration:
+// `12  23:20:20  200  k0:429 cool, k1:200 ok  POST /v1/chat/completions
+// gpt-4o  12ms`.
+std::string capture_brief_line(const util::Json& entry);
+
 // One exchange in full, for a person: the summary, then the request and the
 // response, each head field on a line, JSON bodies pretty-printed and the
 // events of a stream one per line.

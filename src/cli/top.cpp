@@ -2,6 +2,7 @@
 // redrawn every second on the terminal (top_screen), or one frame for a
 // pipe, as `keyshim status` prints its table.
 #include "cli/commands.hpp"
+#include "cli/top_recent.hpp"
 #include "cli/top_session.hpp"
 
 #include <fmt/format.h>
@@ -72,7 +73,15 @@ bool Session::refresh(MonoTime now) {
   m_snapshot = std::move(snapshot);
   m_fetched = now;
   m_offline.clear();
+  ask_recent();
   return true;
+}
+
+// The detail view's recent requests, asked with every refresh while it
+// shows, and at once when it opens or another key is chosen.
+void Session::ask_recent() {
+  const KeyRow* key = m_ui.detail && m_snapshot ? selected_key(*m_snapshot, m_ui) : nullptr;
+  m_recent = key != nullptr ? fetch_recent(m_instance, *key) : Recent{};
 }
 
 std::vector<Line> Session::frame(MonoTime now, int width, int height, bool interactive) const {
@@ -85,11 +94,18 @@ std::vector<Line> Session::frame(MonoTime now, int width, int height, bool inter
   input.width = width;
   input.height = height;
   input.interactive = interactive;
+  input.recent = &m_recent;
   return render_frame(input);
 }
 
 bool Session::press(const Input& input) {
-  return handle_input(m_ui, input, m_snapshot ? shown_keys(*m_snapshot, m_ui) : std::vector<std::string>{});
+  const bool quit =
+      handle_input(m_ui, input, m_snapshot ? shown_keys(*m_snapshot, m_ui) : std::vector<std::string>{});
+  const KeyRow* key = m_ui.detail && m_snapshot ? selected_key(*m_snapshot, m_ui) : nullptr;
+  if (!quit && key != nullptr && key->id != m_recent.key_id) {
+    ask_recent();
+  }
+  return quit;
 }
 
 } // namespace top

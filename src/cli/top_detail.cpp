@@ -51,16 +51,23 @@ void add_gauges(std::vector<Line>& lines, const KeyRow& key, Millis age) {
   }
 }
 
-// HOOK: a key's recent requests. /status holds none; once keyshim captures
-// requests (issue 21, `/captures`), read that key's last exchanges there and
-// list them here, one line each (time, model, status, timing).
-std::vector<Line> recent_requests(const KeyRow&) {
-  return {{{"  not kept by keyshim yet; `keyshim serve` logs each request", Style::dim}}};
+std::vector<Line> recent_lines(const KeyRow& key, const Recent* recent) {
+  if (recent == nullptr || recent->key_id != key.id) {
+    return {{{"  asking keyshim for its captures...", Style::dim}}};
+  }
+  std::vector<Line> lines;
+  for (const std::string& line : recent->lines) {
+    lines.push_back({{"  " + line, Style::plain}});
+  }
+  if (lines.empty()) {
+    lines.push_back({{"  " + recent->note, Style::dim}});
+  }
+  return lines;
 }
 
 } // namespace
 
-std::vector<Line> detail_lines(const KeyRow& key, Millis age) {
+std::vector<Line> detail_lines(const KeyRow& key, Millis age, const Recent* recent) {
   std::vector<Line> lines;
   lines.push_back({{"key " + key.label, Style::title}, {" in pool " + key.pool, Style::plain}});
   lines.push_back(field("fingerprint", key.fingerprint));
@@ -88,8 +95,8 @@ std::vector<Line> detail_lines(const KeyRow& key, Millis age) {
   add_gauges(lines, key, age);
   lines.emplace_back();
   lines.push_back({{"recent requests", Style::heading}});
-  std::vector<Line> recent = recent_requests(key);
-  lines.insert(lines.end(), recent.begin(), recent.end());
+  std::vector<Line> recent_requests = recent_lines(key, recent);
+  lines.insert(lines.end(), recent_requests.begin(), recent_requests.end());
   return lines;
 }
 

@@ -8,7 +8,8 @@
 
 namespace keyshim::cli::top {
 
-// The key's detail, countdowns and times moved on by `age`.
-std::vector<Line> detail_lines(const KeyRow& key, Millis age);
+// The key's detail, countdowns and times moved on by `age`, and its recent
+// requests when `recent` holds this key's (null: not asked yet).
+std::vector<Line> detail_lines(const KeyRow& key, Millis age, const Recent* recent);
 
 } // namespace keyshim::cli::top

@@ -115,8 +115,8 @@ std::vector<Line> middle(const FrameInput& input, std::size_t room) {
   const Ui& ui = *input.ui;
   const Snapshot& snapshot = *input.snapshot;
   if (ui.detail && input.interactive) {
-    if (const KeyRow* key = find_key(snapshot, selected_id(snapshot, ui))) {
-      return detail_lines(*key, input.age);
+    if (const KeyRow* key = selected_key(snapshot, ui)) {
+      return detail_lines(*key, input.age, input.recent);
     }
   }
   Body body = table(snapshot, ui, input.interactive ? selected_id(snapshot, ui) : "", input.age,
@@ -131,6 +131,10 @@ std::vector<Line> middle(const FrameInput& input, std::size_t room) {
 }
 
 } // namespace
+
+const KeyRow* selected_key(const Snapshot& snapshot, const Ui& ui) {
+  return find_key(snapshot, selected_id(snapshot, ui));
+}
 
 const char* to_string(SortOrder order) {
   switch (order) {

@@ -33,6 +33,14 @@ struct Ui {
   bool detail = false;  // the selected key's whole entry instead of the table
 };
 
+// A key's recent requests: the instance's captures whose chain of attempts
+// used it, as `keyshim log` prints them, newest first; or why none are shown.
+struct Recent {
+  std::string key_id; // the KeyRow::id they are of
+  std::vector<std::string> lines;
+  std::string note; // shown when `lines` is empty
+};
+
 struct FrameInput {
   const Snapshot* snapshot = nullptr; // nullptr before the first answer
   Millis age{0};                      // since that answer: countdowns move by it
@@ -40,8 +48,9 @@ struct FrameInput {
   Millis offline_for{0};              // since the last answer, while offline
   const Ui* ui = nullptr;
   int width = 80;
-  int height = 24;         // lines available; the table scrolls to keep the selection in view
-  bool interactive = true; // false: one frame for a pipe (no key help, every line)
+  int height = 24;                // lines available; the table scrolls to keep the selection in view
+  bool interactive = true;        // false: one frame for a pipe (no key help, every line)
+  const Recent* recent = nullptr; // the selected key's, for the detail view
 };
 
 // The frame: exactly `height` lines or fewer when interactive, every line
@@ -51,6 +60,10 @@ std::vector<Line> render_frame(const FrameInput& input);
 // The ids of the keys the table shows, in its order (sorted, filtered): what
 // the arrow keys move through.
 std::vector<std::string> shown_keys(const Snapshot& snapshot, const Ui& ui);
+
+// The key the detail view shows: the one chosen while it is shown, else the
+// first shown; null when no key is shown.
+const KeyRow* selected_key(const Snapshot& snapshot, const Ui& ui);
 
 // The line's text without styles.
 std::string plain(const Line& line);

@@ -35,6 +35,9 @@ private:
   RateMeter m_rates;
   Ui m_ui;
   std::string m_offline;
+  Recent m_recent; // the selected key's, asked while the detail view shows it
+
+  void ask_recent();
 };
 
 // Runs `session` full-screen on the terminal of stdin and stdout until q is

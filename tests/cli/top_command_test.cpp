@@ -168,6 +168,26 @@ TEST_F(TopCommand, DrawsKeyRowsThenACoolingKeyWithAMovingCountdownAndQuitsOnQ) {
   EXPECT_EQ(top.output().find("sk-top-test-key"), std::string::npos) << "no key material on the screen";
 }
 
+TEST_F(TopCommand, EnterShowsTheKeysRecentRequestsFromTheCaptures) {
+  m_upstream.push(keyshim::test::json(429, R"({"error":{"message":"slow down"}})", {{"Retry-After", "30"}}));
+  ASSERT_EQ(forward_one_request(), 200);
+  PtyProgram top = start_top();
+  ASSERT_TRUE(top.wait_for([](const TerminalScreen& s) {
+    return !s.row_with({"first", "cooling"}).empty();
+  })) << top.screen().text();
+  top.type("\r");
+  ASSERT_TRUE(top.wait_for(
+      [](const TerminalScreen& s) {
+        return !s.row_with({"key first in pool"}).empty() &&
+               !s.row_with({"POST /v1/chat/completions", "first:429 cool, second:200 ok"}).empty();
+      },
+      5s))
+      << top.screen().text();
+  top.type("q");
+  EXPECT_EQ(top.wait_exit(5s), 0) << top.screen().text();
+  EXPECT_EQ(top.output().find("sk-top-test-key"), std::string::npos) << "no key material on the screen";
+}
+
 TEST_F(TopCommand, NoColorDrawsWithoutColours) {
   // Foreground colours are CSI 30-37 m with TERM=xterm, alone or after attributes.
   const std::regex colour("\033\\[(?:[0-9]+;)*3[0-7]m");

@@ -4,6 +4,7 @@
 #include "cli/top_data.hpp"
 #include "cli/top_frame.hpp"
 #include "cli/top_input.hpp"
+#include "cli/top_recent.hpp"
 
 #include <gtest/gtest.h>
 
@@ -337,6 +338,46 @@ TEST(TopRates, RequestsPerMinuteComeFromTheCounterOverTheLastMinute) {
   restarted.pools[0].keys[0].total.requests = 1;
   meter.observe(restarted, t0 + 151s);
   EXPECT_FALSE(restarted.pools[0].keys[0].per_minute);
+}
+
+TEST(TopRecent, AKeysRecentRequestsAreTheCapturesThatUsedItNewestFirst) {
+  Snapshot s = snapshot();
+  const KeyRow& team = s.pools[0].keys[0];
+  std::optional<util::Json> list = util::parse_json(R"({"entries":[
+    {"id":1,"time":"2027-01-15T07:59:01.000Z","pool":"openai","model":"gpt-4o","method":"POST",
+     "target":"/v1/chat/completions","status":200,"duration_ms":40,
+     "chain":[{"key":"team","status":429,"verdict":"cool","ms":3},{"key":"personal","status":200,"verdict":"ok","ms":5}]},
+    {"id":2,"time":"2027-01-15T07:59:02.000Z","pool":"openai","model":"o1","method":"POST",
+     "target":"/v1/responses","status":200,"duration_ms":9,
+     "chain":[{"key":"personal","status":200,"verdict":"ok","ms":9}]},
+    {"id":3,"time":"2027-01-15T07:59:03.000Z","pool":"openai","model":"gpt-4o","method":"POST",
+     "target":"/v1/chat/completions","status":500,"duration_ms":7,
+     "chain":[{"key":"team","status":500,"verdict":"retry","ms":7}]}]})");
+  ASSERT_TRUE(list);
+  Recent recent = recent_of(*list, team);
+  EXPECT_EQ(recent.key_id, team.id);
+  ASSERT_EQ(recent.lines.size(), 2u);
+  EXPECT_EQ(recent.lines[0].find("   3  "), 0u) << recent.lines[0];
+  EXPECT_EQ(recent.lines[1].find("   1  "), 0u) << recent.lines[1];
+  EXPECT_EQ(recent.lines[1],
+            "   1  07:59:01  200  team:429 cool, personal:200 ok  POST /v1/chat/completions  gpt-4o  40ms");
+
+  Ui ui;
+  handle_input(ui, {Press::enter}, shown_keys(s, ui));
+  FrameInput input;
+  input.snapshot = &s;
+  input.ui = &ui;
+  input.height = 60;
+  input.recent = &recent;
+  std::string all;
+  for (const Line& line : render_frame(input)) {
+    all += plain(line) + "\n";
+  }
+  EXPECT_NE(all.find("recent requests\n     3  "), std::string::npos) << all;
+
+  Recent none = recent_of(*util::parse_json(R"({"entries":[]})"), team);
+  EXPECT_TRUE(none.lines.empty());
+  EXPECT_NE(none.note.find("keyshim log"), std::string::npos);
 }
 
 } // namespace
