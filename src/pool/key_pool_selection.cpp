@@ -20,41 +20,26 @@ struct KeyPool::Search {
 };
 
 Selection KeyPool::acquire(const std::vector<bool>& excluded, const std::string* model, Affinity affinity) {
-  // Only the event loop selects today; the lock (uncontended, so nearly
-  // free) keeps acquire safe from any thread all the same: the round-robin
-  // cursor moves past the chosen key in the same critical section that
-  // chooses it.
+  // Only the event loop selects; the lock (uncontended, so nearly free)
+  // keeps acquire safe from any thread all the same: the round-robin cursor
+  // moves past the chosen key in the same critical section that chooses it.
   std::lock_guard select_lock(m_cursor_mutex);
   Search search;
   search.now = m_clock.now();
   search.model = model;
   // A session's own key leaves the cursor where it is: the cursor spreads
   // the sessions that choose, and one that keeps its key chooses nothing.
-  std::optional<std::size_t> chosen = take_preferred(excluded, affinity, search);
-  if (!chosen) {
-    std::vector<std::size_t> order = candidates(excluded);
-    if (m_strategy != config::Strategy::ordered) {
-      prefer_headroom(order, search.now);
-    }
-    chosen = take_first(order, search);
-    if (chosen && m_strategy == config::Strategy::round_robin) {
-      m_cursor = (*chosen + 1) % m_keys.size();
-    }
-    if (chosen && affinity.session != 0) {
-      m_sessions->bind(affinity.session, key_id(*chosen), search.now);
-    }
+  if (std::optional<std::size_t> kept = take_preferred(excluded, affinity, search)) {
+    return selected(*kept, search);
   }
-  Selection selection;
-  selection.index = chosen;
-  selection.probe = chosen && search.probe;
-  selection.key_id = chosen ? key_id(*chosen) : 0;
-  selection.reached_limit = chosen && search.reached_limit;
+  std::optional<std::size_t> chosen = take_by_strategy(excluded, search);
   if (!chosen) {
-    selection.earliest_available = earliest_available(model);
-    selection.busy = search.busy;
-    selection.over_limits = search.over_limits;
+    return nothing_eligible(search);
   }
-  return selection;
+  if (affinity.session != 0) {
+    m_sessions->bind(affinity.session, key_id(*chosen), search.now);
+  }
+  return selected(*chosen, search);
 }
 
 // The key the request's session used last, taken when it is still eligible
@@ -73,6 +58,39 @@ std::optional<std::size_t> KeyPool::take_preferred(const std::vector<bool>& excl
     return std::nullopt;
   }
   return index;
+}
+
+// The first eligible key in the strategy's order; round-robin's cursor moves
+// past it.
+std::optional<std::size_t> KeyPool::take_by_strategy(const std::vector<bool>& excluded, Search& search) {
+  std::vector<std::size_t> order = candidates(excluded);
+  if (m_strategy != config::Strategy::ordered) {
+    prefer_headroom(order, search.now);
+  }
+  std::optional<std::size_t> chosen = take_first(order, search);
+  if (chosen && m_strategy == config::Strategy::round_robin) {
+    m_cursor = (*chosen + 1) % m_keys.size();
+  }
+  return chosen;
+}
+
+// The key `index` was taken (try_take counted it in flight).
+Selection KeyPool::selected(std::size_t index, const Search& search) const {
+  Selection selection;
+  selection.index = index;
+  selection.probe = search.probe;
+  selection.key_id = key_id(index);
+  selection.reached_limit = search.reached_limit;
+  return selection;
+}
+
+// No key was eligible: when one may be, and what the search skipped keys for.
+Selection KeyPool::nothing_eligible(const Search& search) const {
+  Selection selection;
+  selection.earliest_available = earliest_available(search.model);
+  selection.busy = search.busy;
+  selection.over_limits = search.over_limits;
+  return selection;
 }
 
 // The keys not excluded, in the order the strategy tries them.
