@@ -1,7 +1,9 @@
 #pragma once
 // The keys of one pool file and their health. Thread-safe: the event loop
 // selects, reports and releases; the reloader thread reads counts and builds
-// the next pool, whose kept keys share their health cells with this one.
+// the next pool, whose kept keys share their health cells with this one; the
+// token refresher runs key_cmd keys' commands and the state keeper saves the
+// keys' health, each on a thread of its own.
 #include "config/config.hpp"
 #include "pool/budget.hpp"
 #include "pool/model_health.hpp"
