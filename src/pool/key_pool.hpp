@@ -1,7 +1,9 @@
 #pragma once
 // The keys of one pool file and their health. Thread-safe: the event loop
 // selects, reports and releases; the reloader thread reads counts and builds
-// the next pool, whose kept keys share their health cells with this one.
+// the next pool, whose kept keys share their health cells with this one; the
+// token refresher runs key_cmd keys' commands and the state keeper saves the
+// keys' health, each on a thread of its own.
 #include "config/config.hpp"
 #include "pool/budget.hpp"
 #include "pool/model_health.hpp"
@@ -298,16 +300,23 @@ public:
   std::optional<util::TimePoint> earliest_available(const std::string* model = nullptr) const;
 
 private:
+  // acquire's steps (pool/key_pool_selection.cpp).
   struct Search;
-  void carry_token(std::size_t index);
-  std::optional<TokenStatus> token_status(std::size_t index) const;
+  std::optional<std::size_t> take_preferred(const std::vector<bool>& excluded, const Affinity& affinity,
+                                            Search& search);
+  std::optional<std::size_t> take_by_strategy(const std::vector<bool>& excluded, Search& search);
+  Selection selected(std::size_t index, const Search& search) const;
+  Selection nothing_eligible(const Search& search) const;
   std::vector<std::size_t> candidates(const std::vector<bool>& excluded) const;
   void prefer_headroom(std::vector<std::size_t>& order, util::TimePoint now) const;
   std::optional<std::size_t> take_first(const std::vector<std::size_t>& candidates, Search& search);
-  std::optional<std::size_t> take_preferred(const std::vector<bool>& excluded, const Affinity& affinity,
-                                            Search& search);
-  std::optional<std::size_t> index_of(std::uint64_t key_id) const;
   bool try_take(std::size_t index, Search& search);
+
+  // key_cmd keys' tokens (pool/key_pool_tokens.cpp).
+  void carry_token(std::size_t index);
+  std::optional<TokenStatus> token_status(std::size_t index) const;
+
+  std::optional<std::size_t> index_of(std::uint64_t key_id) const;
 
   std::vector<config::KeyConfig> m_keys;
   std::vector<std::shared_ptr<HealthCell>> m_cells;
