@@ -44,8 +44,10 @@ X509_NAME* subject_of(const std::string& der) {
     int ret = ASN1_get_object(&p, &len, &tag, &cls, end - p);
     return (ret & 0x80) == 0 && ret != 0x21;
   };
-  if (!header() || !header()) { // into Certificate, then into TBSCertificate
-    return nullptr;
+  for (int depth = 0; depth < 2; ++depth) { // into Certificate, then into TBSCertificate
+    if (!header()) {
+      return nullptr;
+    }
   }
   end = p + len;
   for (int skip = 4, field = 0; skip > 0; ++field) {
