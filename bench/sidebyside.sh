@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # keyshim side by side with nginx, on the same mock upstreams, in one run.
 #
-#   bench/sidebyside.sh [--quick] [--no-nginx] [--held-big N] [--bulk-only] [BUILD_DIR]
+#   bench/sidebyside.sh [--quick] [--no-nginx] [--held-big N] [--bulk-only | --first-only] [BUILD_DIR]
 #   bench/sidebyside.sh [...] --keyshim PATH --mock PATH --loadgen PATH
 #
 # BUILD_DIR (default: build/release, else build/ci) holds keyshim,
@@ -19,6 +19,7 @@ root=$(dirname "$here")
 
 quick=0
 bulk_only=0
+first_only=0
 use_nginx=1
 held_big=10000
 build_dir=""
@@ -36,6 +37,7 @@ while (($#)); do
   --quick) quick=1 ;;
   --no-nginx) use_nginx=0 ;;
   --bulk-only) bulk_only=1 ;;
+  --first-only) first_only=1 ;;
   --keyshim) keyshim_bin=$2; shift ;;
   --mock) mock_bin=$2; shift ;;
   --loadgen) loadgen_bin=$2; shift ;;
@@ -146,6 +148,19 @@ if ((bulk_only)); then
   table_bulk bulk16k 16384 1
   table_bulk tls_bulk1k 1024 1 ", HTTPS upstream"
   table_bulk tls_bulk16k 16384 1 ", HTTPS upstream"
+  printf '\nthe run took %d s\n' "$SECONDS"
+  exit 0
+fi
+
+if ((first_only)); then
+  measure_first ""
+  up=tls
+  measure_first tls_
+  up=plain
+  printf '\nkeyshim side by side, first-request rows only (%s, %s CPUs, %s)\n' "$(date -u +%Y-%m-%dT%H:%MZ)" \
+    "$(nproc)" "$("$keyshim_bin" --version 2>/dev/null | head -1 || echo keyshim)"
+  table_first "" "plain-HTTP upstream"
+  table_first tls_ "HTTPS upstream"
   printf '\nthe run took %d s\n' "$SECONDS"
   exit 0
 fi
