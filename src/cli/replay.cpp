@@ -1,6 +1,7 @@
 // keyshim replay ID [--key LABEL]: re-send a captured request through the
 // running instance, print the answer as it arrives, then compare it with
 // what came back the first time (docs/behaviour.md §4.2).
+#include "cli/capture_client.hpp"
 #include "cli/commands.hpp"
 #include "cli/replay_capture.hpp"
 #include "cli/status_table.hpp"
@@ -146,14 +147,19 @@ ReplayAnswer send_replay(const InstanceAddress& instance, const server::LocalReq
   return answer;
 }
 
+// The /captures list after capture `after`; none when the instance gives
+// none (nothing here stops a replay).
+std::optional<util::Json> captures_after(const InstanceAddress& instance, std::uint64_t after) {
+  CaptureAnswer list = fetch_captures(instance, captures_path(after, "", std::nullopt));
+  return list.ok() ? std::move(list.json) : std::nullopt;
+}
+
 // The newest capture's id (0 when there is none or the instance does not
 // say), asked before the replay is sent: the capture of the replay comes
 // after it, and an earlier replay of the same capture does not.
 std::uint64_t newest_capture(const InstanceAddress& instance, std::uint64_t id) {
-  server::LocalResponse list =
-      server::local_get(instance.listen, fmt::format("/captures?after={}", id), instance.client_token);
-  std::optional<util::Json> json = list.status == 200 ? util::parse_json(list.body) : std::nullopt;
-  const util::Json* last = json ? json->find("last_id") : nullptr;
+  std::optional<util::Json> list = captures_after(instance, id);
+  const util::Json* last = list ? list->find("last_id") : nullptr;
   return last != nullptr ? last->as_unsigned().value_or(0) : 0;
 }
 
@@ -161,10 +167,8 @@ std::uint64_t newest_capture(const InstanceAddress& instance, std::uint64_t id) 
 // it captured none: a success under capture = "errors"). `since`: the
 // newest capture before the replay was sent.
 std::string served_key(const InstanceAddress& instance, std::uint64_t id, std::uint64_t since) {
-  server::LocalResponse list = server::local_get(
-      instance.listen, fmt::format("/captures?after={}", std::max(id, since)), instance.client_token);
-  std::optional<util::Json> json = list.status == 200 ? util::parse_json(list.body) : std::nullopt;
-  return json ? replay_key_in(*json, id) : "";
+  std::optional<util::Json> list = captures_after(instance, std::max(id, since));
+  return list ? replay_key_in(*list, id) : "";
 }
 
 int run_replay(const ReplayFlags& flags) {
