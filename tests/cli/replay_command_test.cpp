@@ -291,6 +291,65 @@ TEST_F(ReplayCommand, ThroughARealKeyshimTheNamedKeyServesAndTheFieldsStayBehind
   EXPECT_EQ(ended.all_output().find(k_token), std::string::npos);
 }
 
+// A real `keyshim serve` of keys k0 and k1 on `upstream` (with `capture`
+// when set), and the request that fails over from k0 to k1 and is capture 1.
+struct FailedOverServe {
+  FailedOverServe(const TempDir& dir, const RunOptions& options, const keyshim::test::FakeUpstream& upstream,
+                  const std::string& capture)
+      : port(keyshim::test::unused_loopback_port()), listen("127.0.0.1:" + std::to_string(port)),
+        path(dir.write("served.toml",
+                       "[server]\nclient_token = \"" + std::string(k_token) +
+                           "\"\n\n[upstream]\nbase_url = \"" + upstream.base_url() + "\"\n" +
+                           (capture.empty() ? "" : "capture = \"" + capture + "\"\n") +
+                           "\n[[keys]]\nlabel = \"k0\"\nkey = \"sk-replay-test-key-0\"\n\n"
+                           "[[keys]]\nlabel = \"k1\"\nkey = \"sk-replay-test-key-1\"\n",
+                       0600)),
+        serve(ChildProcess::start({KEYSHIM_BINARY, "serve", "-c", path, "--listen", listen}, options)),
+        client("127.0.0.1", port) {
+    client.set_read_timeout(20, 0);
+  }
+
+  // True when serve listens and the first request got its 200.
+  ::testing::AssertionResult failed_over() {
+    if (!serve.wait_for_stderr("listening on")) {
+      return ::testing::AssertionFailure() << serve.err();
+    }
+    auto first = client.Post("/v1/chat/completions", auth, R"({"model":"gpt-4o"})", "application/json");
+    if (!first || first->status != 200) {
+      return ::testing::AssertionFailure() << "first request: " << (first ? first->body : "no answer");
+    }
+    return ::testing::AssertionSuccess();
+  }
+
+  RunResult replay(std::vector<std::string> extra, const RunOptions& options) const {
+    std::vector<std::string> args = {KEYSHIM_BINARY, "replay", "1", "-c", path, "--listen", listen};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return keyshim::test::run_binary(args, options);
+  }
+
+  // Stops serve; no key reached its output.
+  ::testing::AssertionResult stopped_without_keys() {
+    serve.send_signal(SIGTERM);
+    std::string output = serve.wait().all_output();
+    return output.find("sk-replay-test-key") == std::string::npos ? ::testing::AssertionSuccess()
+                                                                  : ::testing::AssertionFailure()
+                                                                        << "a key in serve's output:\n"
+                                                                        << output;
+  }
+
+  int port;
+  std::string listen;
+  std::string path;
+  ChildProcess serve;
+  httplib::Client client;
+  const httplib::Headers auth = {{"Authorization", std::string("Bearer ") + k_token}};
+};
+
+RunOptions serve_options(RunOptions options) {
+  options.timeout = 60s;
+  return options;
+}
+
 // The whole loop against real captures: a request fails over from k0 to k1
 // and is captured; replaying it on k0 is captured again, naming the first.
 TEST_F(ReplayCommand, AReplayOfARealCaptureIsItselfCapturedAsItsReplay) {
@@ -298,35 +357,16 @@ TEST_F(ReplayCommand, AReplayOfARealCaptureIsItselfCapturedAsItsReplay) {
   upstream.push(keyshim::test::json(429, R"({"error":{"message":"slow down"}})"));
   upstream.push(keyshim::test::json(200, R"({"first":true})"));
   upstream.push(keyshim::test::json(200, R"({"replayed":true})"));
-  const int port = keyshim::test::unused_loopback_port();
-  std::string served =
-      m_dir.write("served.toml",
-                  "[server]\nclient_token = \"" + std::string(k_token) + "\"\n\n[upstream]\nbase_url = \"" +
-                      upstream.base_url() +
-                      "\"\ncapture = \"all\"\n\n[[keys]]\nlabel = \"k0\"\nkey = \"sk-replay-test-key-0\"\n\n"
-                      "[[keys]]\nlabel = \"k1\"\nkey = \"sk-replay-test-key-1\"\n",
-                  0600);
-  RunOptions serve_options = options();
-  serve_options.timeout = 60s;
-  const std::string listen = "127.0.0.1:" + std::to_string(port);
-  ChildProcess serve =
-      ChildProcess::start({KEYSHIM_BINARY, "serve", "-c", served, "--listen", listen}, serve_options);
-  ASSERT_TRUE(serve.wait_for_stderr("listening on")) << serve.err();
-  httplib::Client client("127.0.0.1", port);
-  client.set_read_timeout(20, 0);
-  const httplib::Headers auth = {{"Authorization", std::string("Bearer ") + k_token}};
-  auto first = client.Post("/v1/chat/completions", auth, R"({"model":"gpt-4o"})", "application/json");
-  ASSERT_TRUE(first);
-  ASSERT_EQ(first->status, 200) << first->body;
+  FailedOverServe serve(m_dir, serve_options(options()), upstream, "all");
+  ASSERT_TRUE(serve.failed_over());
 
-  RunResult result = keyshim::test::run_binary(
-      {KEYSHIM_BINARY, "replay", "1", "--key", "k0", "-c", served, "--listen", listen}, options());
+  RunResult result = serve.replay({"--key", "k0"}, options());
   EXPECT_EQ(result.exit_code, 0) << result.all_output();
   EXPECT_NE(result.out.find(R"({"replayed":true})"), std::string::npos) << result.out;
   ASSERT_EQ(upstream.request_count(), 3u);
   EXPECT_EQ(upstream.seen().at(2).header("Authorization"), "Bearer sk-replay-test-key-0");
 
-  auto second = client.Get("/captures/2", auth);
+  auto second = serve.client.Get("/captures/2", serve.auth);
   ASSERT_TRUE(second);
   ASSERT_EQ(second->status, 200) << second->body;
   std::optional<keyshim::util::Json> entry = keyshim::util::parse_json(second->body);
@@ -334,8 +374,7 @@ TEST_F(ReplayCommand, AReplayOfARealCaptureIsItselfCapturedAsItsReplay) {
   ASSERT_NE(entry->find("replay_of"), nullptr);
   EXPECT_EQ(entry->find("replay_of")->as_unsigned(), 1u) << second->body;
   EXPECT_EQ(second->body.find("sk-replay-test-key"), std::string::npos);
-  serve.send_signal(SIGTERM);
-  EXPECT_EQ(serve.wait().all_output().find("sk-replay-test-key"), std::string::npos);
+  EXPECT_TRUE(serve.stopped_without_keys());
 }
 
 // Under capture = "errors" a replay that succeeds is not captured: the key
@@ -346,33 +385,12 @@ TEST_F(ReplayCommand, AnUncapturedReplayDoesNotClaimTheKeyOfAnEarlierReplay) {
   upstream.push(keyshim::test::json(200, R"({"first":true})"));
   upstream.push(keyshim::test::json(500, R"({"error":{"message":"boom"}})"));
   upstream.push(keyshim::test::json(200, R"({"second":true})"));
-  const int port = keyshim::test::unused_loopback_port();
-  std::string served = m_dir.write("served.toml",
-                                   "[server]\nclient_token = \"" + std::string(k_token) +
-                                       "\"\n\n[upstream]\nbase_url = \"" + upstream.base_url() +
-                                       "\"\n\n[[keys]]\nlabel = \"k0\"\nkey = \"sk-replay-test-key-0\"\n\n" +
-                                       "[[keys]]\nlabel = \"k1\"\nkey = \"sk-replay-test-key-1\"\n",
-                                   0600);
-  RunOptions serve_options = options();
-  serve_options.timeout = 60s;
-  const std::string listen = "127.0.0.1:" + std::to_string(port);
-  ChildProcess serve =
-      ChildProcess::start({KEYSHIM_BINARY, "serve", "-c", served, "--listen", listen}, serve_options);
-  ASSERT_TRUE(serve.wait_for_stderr("listening on")) << serve.err();
-  httplib::Client client("127.0.0.1", port);
-  client.set_read_timeout(20, 0);
-  const httplib::Headers auth = {{"Authorization", std::string("Bearer ") + k_token}};
-  auto first = client.Post("/v1/chat/completions", auth, R"({"model":"gpt-4o"})", "application/json");
-  ASSERT_TRUE(first);
-  ASSERT_EQ(first->status, 200) << first->body;
-  auto replay_with = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = {KEYSHIM_BINARY, "replay", "1", "-c", served, "--listen", listen};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return keyshim::test::run_binary(args, options());
-  };
-  RunResult failed = replay_with({"--key", "k0"});
+  FailedOverServe serve(m_dir, serve_options(options()), upstream, "");
+  ASSERT_TRUE(serve.failed_over());
+
+  RunResult failed = serve.replay({"--key", "k0"}, options());
   EXPECT_EQ(failed.exit_code, 1) << failed.all_output();
-  RunResult chosen = replay_with({});
+  RunResult chosen = serve.replay({}, options());
   EXPECT_EQ(chosen.exit_code, 0) << chosen.all_output();
   ASSERT_EQ(upstream.request_count(), 4u);
   EXPECT_EQ(upstream.seen().at(3).header("Authorization"), "Bearer sk-replay-test-key-1");
@@ -380,8 +398,7 @@ TEST_F(ReplayCommand, AnUncapturedReplayDoesNotClaimTheKeyOfAnEarlierReplay) {
   ASSERT_NE(row, std::string::npos) << chosen.out;
   const std::string key_row = chosen.out.substr(row + 1, chosen.out.find('\n', row + 1) - row - 1);
   EXPECT_NE(key_row.find("chosen by keyshim"), std::string::npos) << key_row;
-  serve.send_signal(SIGTERM);
-  EXPECT_EQ(serve.wait().all_output().find("sk-replay-test-key"), std::string::npos);
+  EXPECT_TRUE(serve.stopped_without_keys());
 }
 
 } // namespace
