@@ -2,8 +2,7 @@
 // Asking a running keyshim for its captured exchanges (GET /captures and
 // /captures/ID), for `log`, `show` and `capture save`. Every failure is a
 // message that names the address and the fix.
-#include "cli/status_table.hpp"
-#include "util/json.hpp"
+#include "cli/local_json.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -11,15 +10,7 @@
 
 namespace keyshim::cli {
 
-struct CaptureAnswer {
-  int http_status = 0;            // 0 when nothing answered
-  std::string body;               // as received
-  std::optional<util::Json> json; // set when the body is a JSON object
-  std::string error;              // "" when `json` is usable
-  bool refused = false;           // nothing accepted the connection
-
-  bool ok() const { return error.empty(); }
-};
+using CaptureAnswer = LocalAnswer;
 
 // GET `path` (a /captures path) from `instance`, with its client_token.
 CaptureAnswer fetch_captures(const InstanceAddress& instance, const std::string& path);

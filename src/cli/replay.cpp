@@ -49,35 +49,22 @@ std::string no_instance(const InstanceAddress& instance) {
                      instance.listen.text());
 }
 
-std::string refused_token(const InstanceAddress& instance) {
-  if (instance.client_token.empty()) {
-    return fmt::format("{} requires a client_token: pass -c with the pool file it serves",
-                       instance.listen.text());
-  }
-  return fmt::format("{} refused the client_token from {}: pass -c with the pool file it serves",
-                     instance.listen.text(), instance.config_path);
-}
-
 CapturedExchange fetch_capture(const InstanceAddress& instance, std::uint64_t id) {
   const std::string path = fmt::format("/captures/{}", id);
-  server::LocalResponse answer = server::local_get(instance.listen, path, instance.client_token);
-  if (answer.status == 0) {
-    throw CannotReplay(answer.refused ? no_instance(instance)
-                                      : fmt::format("{} did not answer GET {} ({})", instance.listen.text(),
-                                                    path, answer.error));
+  LocalAnswer answer = local_get_json(instance, path);
+  if (!answer.ok()) {
+    throw CannotReplay(answer.refused ? no_instance(instance) : answer.error);
   }
-  if (answer.status == 401) {
-    throw CannotReplay(refused_token(instance));
-  }
-  std::optional<util::Json> json = util::parse_json(answer.body);
-  if (answer.status == 404) {
+  const std::optional<util::Json>& json = answer.json;
+  if (answer.http_status == 404) {
     std::string why = json ? json->string_at("error").value_or("") : "";
     throw CannotReplay(fmt::format("no capture {} on {}{}{} (`keyshim log` lists the captured requests)", id,
                                    instance.listen.text(), why.empty() ? "" : ": ", printable(why)));
   }
-  if (answer.status != 200 || !json || !json->is_object()) {
+  if (answer.http_status != 200 || !json || !json->is_object()) {
     throw CannotReplay(fmt::format("{} answered GET {} with HTTP {}{}: is it a keyshim with request capture?",
-                                   instance.listen.text(), path, answer.status, json ? "" : " and no JSON"));
+                                   instance.listen.text(), path, answer.http_status,
+                                   json ? "" : " and no JSON"));
   }
   std::string error;
   std::optional<CapturedExchange> captured = read_capture(*json, id, error);

@@ -4,6 +4,7 @@
 #include "cli/capture_client.hpp"
 #include "cli/capture_text.hpp"
 #include "cli/commands.hpp"
+#include "cli/status_table.hpp"
 #include "util/private_file.hpp"
 
 #include <fmt/format.h>

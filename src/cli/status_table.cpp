@@ -2,7 +2,6 @@
 
 #include "cli/commands.hpp"
 #include "config/loader.hpp"
-#include "server/local_client.hpp"
 #include "util/duration.hpp"
 
 #include <fmt/format.h>
@@ -255,11 +254,6 @@ std::string render_pool(const util::Json& pool, bool colour) {
   return out + render_rows(limit_rows(*keys), false) + "\n";
 }
 
-StatusAnswer failure(StatusAnswer answer, std::string error) {
-  answer.error = std::move(error);
-  return answer;
-}
-
 } // namespace
 
 // Labels come from the user's file and reasons partly from upstream answers:
@@ -320,44 +314,23 @@ InstanceAddress locate_instance(const std::string& config_flag, const std::strin
 }
 
 StatusAnswer fetch_status(const InstanceAddress& instance) {
-  StatusAnswer answer;
+  StatusAnswer answer = local_get_json(instance, "/status");
+  if (!answer.ok()) {
+    return answer;
+  }
   const std::string where = instance.listen.text();
-  server::LocalResponse result = server::local_get(instance.listen, "/status", instance.client_token);
-  if (result.status == 0) {
-    if (result.refused) {
-      answer.refused = true;
-      return failure(answer, fmt::format("no keyshim answering on {} (start it with `keyshim serve` or "
-                                         "`keyshim service install`)",
-                                         where));
-    }
-    return failure(answer, fmt::format("{} accepted the connection but did not answer GET /status "
-                                       "({}); is it a keyshim, and is it stuck?",
-                                       where, result.error));
+  if (answer.http_status != 200) {
+    answer.json.reset();
+    return failed(answer, fmt::format("{} answered GET /status with HTTP {}: is it a keyshim?", where,
+                                      answer.http_status));
   }
-  answer.http_status = result.status;
-  answer.body = result.body;
-  if (result.status == 401) {
-    if (instance.client_token.empty()) {
-      return failure(answer, fmt::format("{} requires a client_token for /status: pass -c with the pool "
-                                         "file it serves, which sets client_token",
-                                         where));
-    }
-    return failure(answer, fmt::format("{} refused the client_token from {}: the running instance was "
-                                       "started with a different one (run `keyshim reload` after "
-                                       "editing the file, or pass -c with the file it serves)",
-                                       where, instance.config_path));
+  const util::Json* pools = answer.json && answer.json->is_object() ? answer.json->find("pools") : nullptr;
+  if (!pools || !pools->is_array()) {
+    answer.json.reset();
+    return failed(answer, fmt::format("{} answered GET /status with something that is not keyshim's "
+                                      "status: is another program on that port?",
+                                      where));
   }
-  if (result.status != 200) {
-    return failure(
-        answer, fmt::format("{} answered GET /status with HTTP {}: is it a keyshim?", where, result.status));
-  }
-  std::optional<util::Json> json = util::parse_json(result.body);
-  if (!json || !json->is_object() || !json->find("pools") || !json->find("pools")->is_array()) {
-    return failure(answer, fmt::format("{} answered GET /status with something that is not keyshim's "
-                                       "status: is another program on that port?",
-                                       where));
-  }
-  answer.json = std::move(json);
   return answer;
 }
 

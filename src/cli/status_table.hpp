@@ -2,6 +2,7 @@
 // Asking a running keyshim how its keys are doing: where to find it, its
 // GET /status answer, and that answer rendered as the table `keyshim status`
 // and `keyshim demo` print. Shared by status, reload and demo.
+#include "cli/local_json.hpp"
 #include "config/config.hpp"
 #include "util/json.hpp"
 
@@ -13,13 +14,6 @@ namespace keyshim::cli {
 // What serve listens on when its pool file is unusable (serve does the same).
 inline constexpr const char* k_default_listen = "127.0.0.1:8787";
 
-// Where a running keyshim should be and the credential it wants.
-struct InstanceAddress {
-  config::ListenAddress listen;
-  std::string client_token; // "" when the pool file sets none or could not be read
-  std::string config_path;  // the file the address and token came from, "" for none
-};
-
 // The address and client_token of the instance serving `config`.
 InstanceAddress instance_of(const config::Config& config);
 
@@ -30,15 +24,7 @@ InstanceAddress instance_of(const config::Config& config);
 InstanceAddress locate_instance(const std::string& config_flag, const std::string& listen_flag);
 
 // A GET /status answer, or why there is none.
-struct StatusAnswer {
-  int http_status = 0;            // 0 when nothing answered
-  std::string body;               // as received
-  std::optional<util::Json> json; // set when the body is keyshim's status object
-  std::string error;              // "" when `json` is usable; else the message for the user
-  bool refused = false;           // nothing accepted the connection: no instance there
-
-  bool ok() const { return error.empty(); }
-};
+using StatusAnswer = LocalAnswer;
 
 // GET /status (2 s to connect, 5 s to read), presenting the client_token.
 // Every failure is a value whose `error` names the address and the fix.
