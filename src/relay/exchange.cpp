@@ -145,14 +145,14 @@ void Exchange::attempt(pool::Selection selection) {
   if (!m_request.body().empty() || m_request.has_content_length() || m_request.chunked()) {
     body_size = m_request.body().size();
   }
-  UpstreamAttempt::Request request{
+  AttemptRequest request{
       upstream_head(m_request.base(),
                     upstream_target(m_request.target(), m_served->query_auth_params, key, *secret.secret),
                     key, *secret.secret, body_size),
       &m_request.body(), m_request.method() == http::verb::head, m_state->tls, &m_served->origins.at(index)};
-  auto upstream = std::make_shared<UpstreamAttempt>(
-      m_context.upstreams, key, std::move(request), m_client->piece_buffer(), k_piece_size,
-      std::shared_ptr<AttemptEvents>(shared_from_this(), this), m_context.mono);
+  std::shared_ptr<Attempt> upstream =
+      m_context.attempts.make(key, std::move(request), m_client->piece_buffer(), k_piece_size,
+                              std::shared_ptr<AttemptEvents>(shared_from_this(), this));
   Trying& trying = m_phase.emplace<Trying>();
   trying.upstream = upstream;
   trying.key = index;

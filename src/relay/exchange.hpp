@@ -10,8 +10,9 @@
 //   Trying (a WebSocket handshake answered 101) -> Tunnelling -> Done
 //
 // The pieces it drives have rooms of their own: AttemptPlan (which key
-// next, pure), KeyLease (the key held), UpstreamAttempt (one attempt's
-// connection), ClientStream (writing to the client). Client hang-up, the
+// next, pure), KeyLease (the key held), an Attempt from RelayContext's
+// AttemptSource (one attempt's connection: an UpstreamAttempt, or a test's
+// fake), ClientStream (writing to the client). Client hang-up, the
 // deadline alarm and shutdown are events on this state, never polls; the
 // alarm reads RelayContext's clock through its AlarmSource, so a test moves
 // a request through its deadlines on a fake clock.
@@ -89,10 +90,10 @@ const char* failure_word(policy::TransportFailure failure, bool chain);
 // Retry-After and cooldown the relay computes reads these two clocks.
 // Event-loop thread only.
 struct RelayContext {
-  UpstreamPool& upstreams;
-  util::MonoClock& mono; // deadlines and waits
-  util::Clock& wall;     // cooldowns and Retry-After, which providers give as dates
-  AlarmSource& alarms;   // where deadlines wait for `mono` to pass them (loop_alarms())
+  AttemptSource& attempts; // each attempt's upstream connection (PooledAttempts)
+  util::MonoClock& mono;   // deadlines and waits
+  util::Clock& wall;       // cooldowns and Retry-After, which providers give as dates
+  AlarmSource& alarms;     // where deadlines wait for `mono` to pass them (loop_alarms())
   WaitRoom& waits;
   const StateSource& states; // the newest pool file, for requests that waited
   TokenRefresh& tokens;      // runs key_cmd commands for new tokens, off the loop
@@ -144,7 +145,7 @@ private:
   // event is checked; any other success commits on its first body bytes.
   struct Trying {
     enum class Step { connecting, sending, head, error_body, probe, first_body };
-    std::shared_ptr<UpstreamAttempt> upstream;
+    std::shared_ptr<Attempt> upstream;
     std::size_t key = 0;
     std::uint64_t token = 0; // the generation of the key_cmd token it sends (pool::SecretInUse)
     Step step = Step::connecting;
@@ -152,7 +153,7 @@ private:
   };
   // Committed: the client has (or is getting) bytes of this key's response.
   struct Streaming {
-    std::shared_ptr<UpstreamAttempt> upstream;
+    std::shared_ptr<Attempt> upstream;
     std::size_t key = 0;
     policy::UsageMeter usage; // the tokens the response reports
     std::string held;         // a probed start, written as the first piece

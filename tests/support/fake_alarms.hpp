@@ -25,11 +25,7 @@ namespace keyshim::test {
 class FakeAlarms final : public relay::AlarmSource {
 public:
   explicit FakeAlarms(FakeMonoClock& clock) : m_clock(clock) {}
-  ~FakeAlarms() override {
-    std::vector<Wait> waits = std::move(m_waits); // owners may go, and their alarms stop nothing
-    m_waits.clear();
-    m_released.clear();
-  }
+  ~FakeAlarms() override { clear(); }
 
   void wait(relay::Alarm& alarm, relay::MonoTime due) override {
     stop(alarm);
@@ -63,6 +59,13 @@ public:
       wait.alarm->ring(wait.epoch); // `wait.keep` holds the owner through its handler
     }
     ADD_FAILURE() << "alarms kept ringing within one advance: an owner re-arms without the clock moving";
+  }
+
+  // Every alarm stops waiting and every owner is let go (a test's tear-down).
+  void clear() {
+    std::vector<Wait> waits = std::move(m_waits);
+    m_waits.clear();
+    m_released.clear();
   }
 
   // How many alarms wait, and the time of the earliest.
