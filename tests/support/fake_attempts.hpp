@@ -143,6 +143,14 @@ public:
     made.push_back(std::make_shared<FakeAttempt>(key.label, std::move(request), std::move(events)));
     return made.back();
   }
+  // Every attempt lets go of its exchange, which holds it in turn (a
+  // test's tear-down: a real attempt lets go when abandoned or finished).
+  void clear() {
+    for (const auto& attempt : made) {
+      attempt->abandon();
+    }
+    made.clear();
+  }
   // The newest attempt (the test fails, not crashes, when there is none).
   FakeAttempt& last() {
     if (made.empty()) {

@@ -115,7 +115,7 @@ protected:
   // client's pending wait hold it, and it must end while the wait room and
   // the loop it uses are still here.
   void TearDown() override {
-    attempts.made.clear();
+    attempts.clear();
     alarms.clear();
     for (const auto& client : clients) {
       ErrorCode ignored;
