@@ -6,6 +6,10 @@
 // already pending fires early, and its owner, finding the deadline not yet
 // reached, asks for the real one. So a busy loop re-arms a connection's timer
 // about once per timeout instead of several times per request.
+//
+// The exchange and the connection use relay::Alarm (alarm.hpp), the same
+// rule on an injected AlarmSource, so their deadlines run on a fake clock in
+// tests; this timer, on the real loop only, serves the WebSocket tunnel.
 #include "relay/beast.hpp"
 
 #include <utility>

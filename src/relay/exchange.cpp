@@ -33,7 +33,7 @@ Exchange::Exchange(std::shared_ptr<const PoolState> state, const Route& route, C
       m_settings(&m_served->config->upstream), m_pool(m_served->keys.get()), m_request(std::move(request)),
       m_client(std::move(client)), m_context(context), m_started(context.mono.now()),
       m_plan(m_pool->size(), m_settings->max_attempts), m_out(m_client->socket()),
-      m_timer(m_client->socket().get_executor()) {
+      m_timer(context.alarms, m_client->socket().get_executor(), *this) {
   m_record.method = std::string(m_request.method_string());
   m_record.path = path_of(m_request.target()); // as the client sent it, with the pool's prefix
   m_record.pool = m_served->config->name;
@@ -145,14 +145,14 @@ void Exchange::attempt(pool::Selection selection) {
   if (!m_request.body().empty() || m_request.has_content_length() || m_request.chunked()) {
     body_size = m_request.body().size();
   }
-  UpstreamAttempt::Request request{
+  AttemptRequest request{
       upstream_head(m_request.base(),
                     upstream_target(m_request.target(), m_served->query_auth_params, key, *secret.secret),
                     key, *secret.secret, body_size),
       &m_request.body(), m_request.method() == http::verb::head, m_state->tls, &m_served->origins.at(index)};
-  auto upstream = std::make_shared<UpstreamAttempt>(
-      m_context.upstreams, key, std::move(request), m_client->piece_buffer(), k_piece_size,
-      std::shared_ptr<AttemptEvents>(shared_from_this(), this), m_context.mono);
+  std::shared_ptr<Attempt> upstream =
+      m_context.attempts.make(key, std::move(request), m_client->piece_buffer(), k_piece_size,
+                              std::shared_ptr<AttemptEvents>(shared_from_this(), this));
   Trying& trying = m_phase.emplace<Trying>();
   trying.upstream = upstream;
   trying.key = index;

@@ -10,17 +10,20 @@
 //   Trying (a WebSocket handshake answered 101) -> Tunnelling -> Done
 //
 // The pieces it drives have rooms of their own: AttemptPlan (which key
-// next, pure), KeyLease (the key held), UpstreamAttempt (one attempt's
-// connection), ClientStream (writing to the client). Client hang-up, the
-// deadline timer and shutdown are events on this state, never polls.
+// next, pure), KeyLease (the key held), an Attempt from RelayContext's
+// AttemptSource (one attempt's connection: an UpstreamAttempt, or a test's
+// fake), ClientStream (writing to the client). Client hang-up, the
+// deadline alarm and shutdown are events on this state, never polls; the
+// alarm reads RelayContext's clock through its AlarmSource, so a test moves
+// a request through its deadlines on a fake clock.
 // Everything runs on the event loop's thread; nothing here blocks.
 #include "policy/failure_policy.hpp"
 #include "policy/usage_meter.hpp"
+#include "relay/alarm.hpp"
 #include "relay/attempt_plan.hpp"
 #include "relay/beast.hpp"
 #include "relay/capture_draft.hpp"
 #include "relay/client_stream.hpp"
-#include "relay/deadline_timer.hpp"
 #include "relay/key_lease.hpp"
 #include "relay/pool_state.hpp"
 #include "relay/request_log.hpp"
@@ -87,9 +90,10 @@ const char* failure_word(policy::TransportFailure failure, bool chain);
 // Retry-After and cooldown the relay computes reads these two clocks.
 // Event-loop thread only.
 struct RelayContext {
-  UpstreamPool& upstreams;
-  util::MonoClock& mono; // deadlines and waits
-  util::Clock& wall;     // cooldowns and Retry-After, which providers give as dates
+  AttemptSource& attempts; // each attempt's upstream connection (PooledAttempts)
+  util::MonoClock& mono;   // deadlines and waits
+  util::Clock& wall;       // cooldowns and Retry-After, which providers give as dates
+  AlarmSource& alarms;     // where deadlines wait for `mono` to pass them (loop_alarms())
   WaitRoom& waits;
   const StateSource& states; // the newest pool file, for requests that waited
   TokenRefresh& tokens;      // runs key_cmd commands for new tokens, off the loop
@@ -99,7 +103,8 @@ struct RelayContext {
 class Exchange : public std::enable_shared_from_this<Exchange>,
                  public Waiter,
                  public AttemptEvents,
-                 public WsTunnel::Events {
+                 public WsTunnel::Events,
+                 public AlarmOwner {
 public:
   // Relay `request` to the pool `route` names, with the route's target.
   Exchange(std::shared_ptr<const PoolState> state, const Route& route, ClientRequest request,
@@ -127,6 +132,10 @@ public:
   bool divert_turn(std::string_view first_event) override;
   void tunnel_closed(const WsTunnel::Summary& summary) override;
 
+  // ---- AlarmOwner: the deadline (exchange_events.cpp)
+  void on_alarm() override;
+  std::shared_ptr<void> alarm_keepalive() override { return shared_from_this(); }
+
 private:
   // ---- the phases and their data
   struct Choosing {};
@@ -136,7 +145,7 @@ private:
   // event is checked; any other success commits on its first body bytes.
   struct Trying {
     enum class Step { connecting, sending, head, error_body, probe, first_body };
-    std::shared_ptr<UpstreamAttempt> upstream;
+    std::shared_ptr<Attempt> upstream;
     std::size_t key = 0;
     std::uint64_t token = 0; // the generation of the key_cmd token it sends (pool::SecretInUse)
     Step step = Step::connecting;
@@ -144,7 +153,7 @@ private:
   };
   // Committed: the client has (or is getting) bytes of this key's response.
   struct Streaming {
-    std::shared_ptr<UpstreamAttempt> upstream;
+    std::shared_ptr<Attempt> upstream;
     std::size_t key = 0;
     policy::UsageMeter usage; // the tokens the response reports
     std::string held;         // a probed start, written as the first piece
@@ -215,7 +224,6 @@ private:
   // ---- deadlines, the client, cancellation (exchange_events.cpp)
   Watchdog::Kind deadline_kind() const;
   void arm_deadline(milliseconds limit);
-  void on_timer();
   void on_deadline();
   void watch_client();
   void on_client_readable(const ErrorCode& ec);
@@ -257,7 +265,7 @@ private:
   std::optional<pool::QuotaReport> m_quota;
   KeyLease m_lease; // declared after m_model, which its probe points at
   ClientStream m_out;
-  DeadlineTimer m_timer;
+  Alarm m_timer; // for m_watchdog.due()
   Watchdog m_watchdog;
   RequestRecord m_record;
   std::unique_ptr<CaptureDraft> m_capture; // null when the pool captures nothing

@@ -75,15 +75,15 @@ Watchdog::Kind Exchange::deadline_kind() const {
 // early asks for the current one.
 void Exchange::arm_deadline(milliseconds limit) {
   m_watchdog.start(deadline_kind(), m_context.mono.now(), limit);
-  m_timer.arm(m_watchdog.due(), [self = shared_from_this()] { self->on_timer(); });
+  m_timer.arm(m_watchdog.due());
 }
 
-void Exchange::on_timer() {
+void Exchange::on_alarm() {
   if (in<Done>() || m_watchdog.kind() == Watchdog::Kind::none) {
     return; // nothing to wait for until the next arm_deadline
   }
   if (!m_watchdog.expired(m_context.mono.now())) {
-    m_timer.arm(m_watchdog.due(), [self = shared_from_this()] { self->on_timer(); });
+    m_timer.arm(m_watchdog.due());
     return;
   }
   on_deadline();

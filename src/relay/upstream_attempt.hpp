@@ -54,35 +54,61 @@ inline constexpr std::chrono::milliseconds k_stale_window{1000};
 // piece that fills up first (64 KiB of 1-byte chunks is 128 Ki elements).
 inline constexpr int k_max_parsed_elements = 4096;
 
-class UpstreamAttempt : public std::enable_shared_from_this<UpstreamAttempt> {
+// What one attempt sends, and to where.
+struct AttemptRequest {
+  std::string head;                       // the upstream request head, key included
+  const std::string* body;                // the client's body, alive as long as the exchange
+  bool head_method;                       // a HEAD request: the response has no body
+  std::shared_ptr<const TlsContexts> tls; // the state's, for a fresh https connection
+  const std::string* origin;              // UpstreamPool::origin_of the key, alive with the state
+};
+
+// One attempt as its exchange drives it: an UpstreamAttempt, or a test's
+// fake, which reports through the same AttemptEvents.
+class Attempt {
 public:
-  struct Request {
-    std::string head;                       // the upstream request head, key included
-    const std::string* body;                // the client's body, alive as long as the exchange
-    bool head_method;                       // a HEAD request: the response has no body
-    std::shared_ptr<const TlsContexts> tls; // the state's, for a fresh https connection
-    const std::string* origin;              // UpstreamPool::origin_of the key, alive with the state
-  };
+  virtual ~Attempt() = default;
+  // Begin: an idle pooled connection at `now` if one looks alive, else a fresh one.
+  virtual void start(MonoTime now) = 0;
+  // Read the next body piece (after attempt_head or attempt_body).
+  virtual void read_body() = 0;
+  // The exchange moved on (deadline, hang-up, verdict): close, report nothing more.
+  virtual void abandon() = 0;
+  // The response was read as far as the exchange wants it: keep the
+  // connection for the next request when it ended cleanly, else close it.
+  virtual void finish(MonoTime now) = 0;
+  // After a 101: the connection is the tunnel's now, with the bytes read
+  // past the response head still in its buffer. The attempt reports nothing more.
+  virtual std::shared_ptr<UpstreamConn> hand_over() = 0;
+  // After attempt_head: the parser that read the response head.
+  virtual const ResponseParser& parser() const = 0;
+  const http::response_header<>& head() const { return parser().get(); }
+};
+
+// Where an exchange gets its attempts (RelayContext::attempts).
+class AttemptSource {
+public:
+  virtual ~AttemptSource() = default;
+  // An attempt to send `request` with `key`, reporting to `events`; body
+  // pieces land in `pieces` (`piece_size` bytes). Nothing happens before start().
+  virtual std::shared_ptr<Attempt> make(const config::KeyConfig& key, AttemptRequest request, char* pieces,
+                                        std::size_t piece_size, std::shared_ptr<AttemptEvents> events) = 0;
+};
+
+class UpstreamAttempt final : public Attempt, public std::enable_shared_from_this<UpstreamAttempt> {
+public:
+  using Request = AttemptRequest;
   // `pieces` is k_piece_size bytes where body pieces land; `mono` times how
   // fast a pooled connection failed (see k_stale_window).
   UpstreamAttempt(UpstreamPool& upstreams, const config::KeyConfig& key, Request request, char* pieces,
                   std::size_t piece_size, std::shared_ptr<AttemptEvents> events, const util::MonoClock& mono);
 
-  // Begin: an idle pooled connection at `now` if one looks alive, else a fresh one.
-  void start(MonoTime now);
-  // Read the next body piece (after attempt_head or attempt_body).
-  void read_body();
-  // The exchange moved on (deadline, hang-up, verdict): close, report nothing more.
-  void abandon();
-  // The response was read as far as the exchange wants it: keep the
-  // connection for the next request when it ended cleanly, else close it.
-  void finish(MonoTime now);
-  // After a 101: the connection is the tunnel's now, with the bytes read
-  // past the response head still in its buffer. The attempt reports nothing more.
-  std::shared_ptr<UpstreamConn> hand_over();
-
-  const http::response_header<>& head() const { return m_parser->get(); }
-  const ResponseParser& parser() const { return *m_parser; }
+  void start(MonoTime now) override;
+  void read_body() override;
+  void abandon() override;
+  void finish(MonoTime now) override;
+  std::shared_ptr<UpstreamConn> hand_over() override;
+  const ResponseParser& parser() const override { return *m_parser; }
 
 private:
   // The exchange to report to, held for the handler's whole run (a report
@@ -121,6 +147,23 @@ private:
   MonoTime m_sent{};     // when the request began to go out
   int m_interim = 0;     // 1xx responses skipped
   unsigned m_generation = 0;
+};
+
+// The real source: UpstreamAttempts over the pooled upstream connections.
+class PooledAttempts final : public AttemptSource {
+public:
+  // `mono` times how fast a pooled connection failed (see k_stale_window).
+  PooledAttempts(UpstreamPool& upstreams, const util::MonoClock& mono)
+      : m_upstreams(upstreams), m_mono(mono) {}
+  std::shared_ptr<Attempt> make(const config::KeyConfig& key, AttemptRequest request, char* pieces,
+                                std::size_t piece_size, std::shared_ptr<AttemptEvents> events) override {
+    return std::make_shared<UpstreamAttempt>(m_upstreams, key, std::move(request), pieces, piece_size,
+                                             std::move(events), m_mono);
+  }
+
+private:
+  UpstreamPool& m_upstreams;
+  const util::MonoClock& m_mono;
 };
 
 } // namespace keyshim::relay

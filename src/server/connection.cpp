@@ -33,7 +33,7 @@ std::string_view buffered(const relay::beast::flat_buffer& buffer) {
 
 Connection::Connection(relay::Socket socket, const ConnectionContext& context)
     : Member(context.registry), m_socket(std::move(socket)), m_context(context),
-      m_timer(m_socket.get_executor()) {
+      m_timer(context.relay.alarms, m_socket.get_executor(), *this) {
 }
 
 void Connection::start() {
@@ -256,16 +256,16 @@ void Connection::refuse(int status, std::string_view message) {
 
 void Connection::arm_timer(std::chrono::milliseconds limit) {
   m_deadline = m_context.relay.mono.now() + limit;
-  m_timer.arm(m_deadline, [self = shared_from_this()] { self->on_timer(); });
+  m_timer.arm(m_deadline);
 }
 
 // Progress only moves m_deadline; a timer that fires early re-arms itself.
-void Connection::on_timer() {
+void Connection::on_alarm() {
   if (m_phase == Phase::closed || m_phase == Phase::exchanging || m_phase == Phase::answering) {
     return; // the next arm_timer starts a wait again
   }
   if (m_context.relay.mono.now() < m_deadline) {
-    m_timer.arm(m_deadline, [self = shared_from_this()] { self->on_timer(); });
+    m_timer.arm(m_deadline);
     return;
   }
   switch (m_phase) {

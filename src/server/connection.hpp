@@ -4,8 +4,8 @@
 // Exchange, and then read the next request or close. A connection waiting
 // for its head costs a socket, a buffer and a timer: never a thread, and
 // never another connection's time.
+#include "relay/alarm.hpp"
 #include "relay/beast.hpp"
-#include "relay/deadline_timer.hpp"
 #include "relay/exchange.hpp"
 #include "server/connection_context.hpp"
 #include "server/connection_registry.hpp"
@@ -18,6 +18,7 @@ namespace keyshim::server {
 
 class Connection : public relay::Downstream,
                    public ConnectionRegistry::Member,
+                   public relay::AlarmOwner,
                    public std::enable_shared_from_this<Connection> {
 public:
   // Joins context.registry until destroyed. `context` outlives the connection.
@@ -34,6 +35,10 @@ public:
   void exchange_finished(Next next) override;
   std::string take_read_ahead() override;
 
+  // The head, body and linger deadlines (relay::AlarmOwner).
+  void on_alarm() override;
+  std::shared_ptr<void> alarm_keepalive() override { return shared_from_this(); }
+
 private:
   enum class Phase { reading_head, reading_body, continuing, exchanging, answering, closing, closed };
 
@@ -49,7 +54,6 @@ private:
   void answer_locally(std::string bytes, bool keep_alive);
   void refuse(int status, std::string_view message);
   void arm_timer(std::chrono::milliseconds limit);
-  void on_timer();
   void linger_close();
   void discard();
   void on_discarded(const relay::ErrorCode& ec, std::size_t n);
@@ -62,8 +66,8 @@ private:
   std::optional<relay::http::request_parser<relay::http::string_body>> m_parser;
   std::shared_ptr<const relay::PoolState> m_state; // the pool this request is served from
   std::shared_ptr<relay::Exchange> m_exchange;
-  std::string m_out; // bytes being written (a local answer, 100 Continue)
-  relay::DeadlineTimer m_timer;
+  std::string m_out;    // bytes being written (a local answer, 100 Continue)
+  relay::Alarm m_timer; // for m_deadline, on m_context.relay's clock
   std::chrono::steady_clock::time_point m_deadline{};
   int m_requests = 0;
   std::size_t m_lingered = 0; // bytes discarded while closing

@@ -46,10 +46,10 @@ struct Listener {
 class ShimServer::Impl {
 public:
   explicit Impl(ShimServer& server)
-      : m_server(server), m_status_timer(m_ioc.get_executor()),
-        m_upstreams(m_ioc.get_executor()), m_relay{m_upstreams, util::steady_clock(), util::system_clock(),
-                                                   m_waits,     server.m_published,   server.m_tokens,
-                                                   m_captures},
+      : m_server(server), m_status_timer(m_ioc.get_executor()), m_upstreams(m_ioc.get_executor()),
+        m_attempts(m_upstreams, util::steady_clock()),
+        m_relay{m_attempts, util::steady_clock(), util::system_clock(), relay::loop_alarms(),
+                m_waits,    server.m_published,   server.m_tokens,      m_captures},
         m_own(server.m_options.config_path, server.m_published, server.m_listen, m_waits, m_captures),
         m_connection_context{
             server.m_options.limits, server.m_head_limits, server.m_published, m_own, m_relay,
@@ -65,6 +65,7 @@ public:
   std::deque<Listener> m_listeners; // a deque: handlers hold references
   relay::Timer m_status_timer;
   relay::UpstreamPool m_upstreams;
+  relay::PooledAttempts m_attempts;
   relay::WaitRoom m_waits;
   relay::CaptureRing m_captures; // the newest exchanges, filled by the relay, read by /captures
   relay::RelayContext m_relay;
