@@ -1,5 +1,6 @@
 #include "relay/tls_contexts.hpp"
 
+#include "relay/beast.hpp"
 #include "relay/system_trust.hpp"
 
 #include <openssl/err.h>

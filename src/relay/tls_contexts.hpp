@@ -9,14 +9,22 @@
 // about 1 ms (relay/system_trust.hpp). Immutable once built; safe to read
 // from any thread.
 #include "config/config.hpp"
-#include "relay/beast.hpp"
 
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 
+// Declared, not included: the pool state holds these contexts and much of
+// keyshim (the server's header, the tests) sees the state without compiling
+// Asio and OpenSSL's headers. relay/beast.hpp has the definition.
+namespace boost::asio::ssl {
+class context;
+} // namespace boost::asio::ssl
+
 namespace keyshim::relay {
+
+namespace ssl = boost::asio::ssl;
 
 class TlsContexts {
 public:
