@@ -10,7 +10,6 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <ctime>
 #include <memory>
 #include <thread>
 
@@ -26,10 +25,6 @@ constexpr int k_acquires_per_thread = 600;
 
 // Runs `body(thread_index)` on k_threads threads, released together.
 template <typename Body> void run_threads(Body body) {
-  // As main() does before any thread: the first localtime_r/mktime reads the
-  // time zone under glibc's own lock, which TSan cannot see, so two threads
-  // doing it first looked like a race on the zone's name.
-  ::tzset();
   std::atomic<bool> go{false};
   std::vector<std::thread> threads;
   for (int t = 0; t < k_threads; ++t) {
