@@ -1,15 +1,17 @@
 #pragma once
-// Alarms: the deadlines of the exchange and the connection, on the relay's
-// monotonic clock. An Alarm keeps DeadlineTimer's rule (a later deadline
-// changes nothing: the wait already pending fires early and its owner, by
-// the clock, finds its deadline not yet reached and arms again), so a busy
-// loop re-arms a connection's timer about once per timeout, not several
-// times per request. Where the wait happens is an AlarmSource: the event
-// loop's timers (loop_alarms()), or, in tests, a fake clock that rings each
-// alarm as it advances past its time (tests/support/fake_alarms.hpp). The
-// source is asked only when a deadline moves earlier or is cancelled, and
-// the owner's handler is fixed once: arming builds no handler object.
-// Event-loop thread only.
+// Alarms: the deadlines of the exchange, the connection and the WebSocket
+// tunnel, on the relay's monotonic clock. A later deadline changes nothing:
+// the wait already pending fires early and its owner, by the clock, finds
+// its deadline not yet reached and arms again. Every change of the event
+// loop's earliest timer costs a timerfd_settime call, and a request moves
+// its deadlines several times (head, body, first byte, idle, the next
+// head), almost always later, so a busy loop re-arms a connection's timer
+// about once per timeout, not several times per request. Where the wait
+// happens is an AlarmSource: the event loop's timers (loop_alarms()), or,
+// in tests, a fake clock that rings each alarm as it advances past its time
+// (tests/support/fake_alarms.hpp). The source is asked only when a deadline
+// moves earlier or is cancelled, and the owner's handler is fixed once:
+// arming builds no handler object. Event-loop thread only.
 #include "relay/beast.hpp"
 
 #include <memory>

@@ -75,7 +75,7 @@ void Exchange::open_tunnel() {
     m_watching_client = false;
   }
   auto tunnel = std::make_shared<WsTunnel>(m_client->socket(), std::move(conn), m_context.mono,
-                                           m_settings->idle_timeout,
+                                           m_context.alarms, m_settings->idle_timeout,
                                            std::shared_ptr<WsTunnel::Events>(shared_from_this(), this));
   m_phase = Tunnelling{tunnel, key};
   if (is_responses_socket(m_request.target())) {

@@ -30,9 +30,9 @@ constexpr std::uint16_t k_internal_error = 1011;
 } // namespace
 
 WsTunnel::WsTunnel(Socket& client, std::shared_ptr<UpstreamConn> upstream, util::MonoClock& mono,
-                   milliseconds idle_timeout, std::shared_ptr<Events> events)
+                   AlarmSource& alarms, milliseconds idle_timeout, std::shared_ptr<Events> events)
     : m_client(client), m_upstream(std::move(upstream)), m_mono(mono), m_idle_timeout(idle_timeout),
-      m_events(std::move(events)), m_timer(client.get_executor()) {
+      m_events(std::move(events)), m_alarm(alarms, client.get_executor(), *this) {
   m_up.buffer.reset(new char[k_read_size]);
   m_down.buffer.reset(new char[k_read_size]);
 }
@@ -269,13 +269,18 @@ void WsTunnel::abort(const std::string& why) {
 }
 
 void WsTunnel::arm_idle() {
-  m_timer.arm(m_last_activity + m_idle_timeout, [self = shared_from_this()] { self->on_timer(); });
+  m_alarm.arm(m_last_activity + m_idle_timeout);
 }
 
 // Silence in both directions for idle_timeout ends the tunnel; any byte
 // either way moves the deadline (checked here, never re-armed per read).
-void WsTunnel::on_timer() {
-  if (m_phase != Phase::open && m_phase != Phase::diverted) {
+// Once closing, the alarm is the end of the close grace.
+void WsTunnel::on_alarm() {
+  if (m_phase == Phase::closing) {
+    close_both();
+    return;
+  }
+  if (m_phase == Phase::closed) {
     return;
   }
   if (m_mono.now() < m_last_activity + m_idle_timeout) {

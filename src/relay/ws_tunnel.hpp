@@ -26,7 +26,7 @@
 // another upstream and reattach() re-sends the turn there, or give_up()
 // relays the held event after all. Event-loop thread only; at most one read
 // and one write are pending per direction.
-#include "relay/deadline_timer.hpp"
+#include "relay/alarm.hpp"
 #include "relay/upstream_conn.hpp"
 #include "relay/ws_frames.hpp"
 #include "util/clock.hpp"
@@ -40,7 +40,7 @@
 
 namespace keyshim::relay {
 
-class WsTunnel : public std::enable_shared_from_this<WsTunnel> {
+class WsTunnel : public std::enable_shared_from_this<WsTunnel>, private AlarmOwner {
 public:
   struct Summary {
     std::uint64_t bytes_up = 0; // client to upstream
@@ -66,7 +66,8 @@ public:
     virtual void tunnel_closed(const Summary& summary) = 0;
   };
 
-  WsTunnel(Socket& client, std::shared_ptr<UpstreamConn> upstream, util::MonoClock& mono,
+  // `mono` and `alarms` are the relay's clock and where its deadlines wait.
+  WsTunnel(Socket& client, std::shared_ptr<UpstreamConn> upstream, util::MonoClock& mono, AlarmSource& alarms,
            std::chrono::milliseconds idle_timeout, std::shared_ptr<Events> events);
 
   // Before start(): read the upstream's events and hold turns (Responses sockets).
@@ -130,7 +131,9 @@ private:
   void on_lingered(Way way, const ErrorCode& ec);
   void close_both();
   void arm_idle();
-  void on_timer();
+  // Open: the idle deadline may have passed. Closing: the grace is over.
+  void on_alarm() override;
+  std::shared_ptr<void> alarm_keepalive() override { return shared_from_this(); }
 
   Socket& m_client;
   std::shared_ptr<UpstreamConn> m_upstream;
@@ -148,8 +151,8 @@ private:
   int m_closes_pending = 0; // close frames queued or being written
   int m_turns_resent = 0;
   std::string m_why;
-  DeadlineTimer m_timer;
-  std::chrono::steady_clock::time_point m_last_activity{};
+  Alarm m_alarm;
+  MonoTime m_last_activity{};
 };
 
 } // namespace keyshim::relay

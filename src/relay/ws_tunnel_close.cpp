@@ -31,8 +31,8 @@ void WsTunnel::end(Ending ending) {
   if (ending.to_upstream != 0) {
     send_close(Way::up, ending.to_upstream, m_why);
   }
-  m_timer.cancel();
-  m_timer.arm(m_mono.now() + k_close_grace, [self = shared_from_this()] { self->close_both(); });
+  m_alarm.cancel(); // the idle deadline is over: from now on the alarm is the close grace
+  m_alarm.arm(m_mono.now() + k_close_grace);
   if (m_closes_pending == 0) {
     linger();
   }
@@ -117,7 +117,7 @@ void WsTunnel::close_both() {
     return;
   }
   m_phase = Phase::closed;
-  m_timer.cancel();
+  m_alarm.cancel();
   ErrorCode ignored;
   m_client.shutdown(tcp::socket::shutdown_both, ignored);
   m_client.close(ignored);

@@ -84,6 +84,25 @@ TEST_F(LoopAlarmTest, AWaitingAlarmHoldsItsOwnerUntilItRings) {
   EXPECT_TRUE(weak.expired());
 }
 
+TEST_F(LoopAlarmTest, AWaitThatRangIsOverSoTheNextArmStartsANewOne) {
+  owner->alarm.arm(Clock::now() + 1ms);
+  ASSERT_TRUE(run_until_idle());
+  ioc.restart();
+  owner->alarm.arm(Clock::now() + 1h); // later than the wait that rang, yet it must start
+  EXPECT_EQ(ioc.poll(), 0u) << "nothing is due yet";
+  owner->alarm.cancel();
+  EXPECT_EQ(ioc.run_for(k_bound), 1u) << "a wait was pending: its aborted completion runs";
+  EXPECT_TRUE(ioc.stopped()) << "cancel() left a wait pending";
+  EXPECT_EQ(owner->rings, 1);
+}
+
+TEST_F(LoopAlarmTest, AnEarlierDeadlineReplacesAWaitThatIsAlreadyDue) {
+  owner->alarm.arm(Clock::now() - 1s); // due at once: completes on the next poll
+  owner->alarm.arm(Clock::now() - 2s);
+  EXPECT_TRUE(run_until_idle());
+  EXPECT_EQ(owner->rings, 1) << "the replaced wait, already due, rang as well";
+}
+
 struct FakeAlarmTest : ::testing::Test {
   asio::io_context ioc{1};
   test::FakeMonoClock clock;
