@@ -1,8 +1,11 @@
 #pragma once
 // Text helpers shared by the benchmark's mock upstream and load driver
 // (both plain C-style programs with no library, see CMakeLists.txt).
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <vector>
 
 // Whether the `len` bytes at `s` start with `prefix` (lower case), ignoring
 // ASCII case in `s`.
@@ -21,4 +24,14 @@ inline bool iequal_prefix(const char* s, size_t len, const char* prefix) {
     }
   }
   return true;
+}
+
+// The p-quantile (0..1) of an unsorted sample (sorts it); 0 when empty.
+inline uint64_t pct(std::vector<uint64_t>& v, double p) {
+  if (v.empty()) {
+    return 0;
+  }
+  std::sort(v.begin(), v.end());
+  size_t idx = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(idx, v.size() - 1)];
 }

@@ -691,16 +691,6 @@ std::string make_request(const Options& o, const std::string& path) {
   return r;
 }
 
-// Percentile of an unsorted sample, in ns (sorts it).
-uint64_t pct(std::vector<uint64_t>& v, double p) {
-  if (v.empty()) {
-    return 0;
-  }
-  std::sort(v.begin(), v.end());
-  size_t idx = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(idx, v.size() - 1)];
-}
-
 double us(uint64_t ns) {
   return static_cast<double>(ns) / 1e3;
 }

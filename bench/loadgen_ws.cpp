@@ -4,6 +4,7 @@
 #include "loadgen_ws.hpp"
 
 #include "bench_proc.hpp"
+#include "bench_text.hpp"
 
 #include <utility> // before Asio: awaitable.hpp uses std::exchange (NOTES-beast item 7)
 
@@ -29,7 +30,7 @@ namespace beast = boost::beast;
 namespace websocket = beast::websocket;
 using tcp = asio::ip::tcp;
 using Executor = asio::io_context::executor_type;
-using Stream = beast::basic_stream<tcp, Executor>;
+using TcpStream = beast::basic_stream<tcp, Executor>;
 using Clock = std::chrono::steady_clock;
 
 // What all connections share: the window and the results.
@@ -46,7 +47,7 @@ struct Run {
 };
 
 // Handshake; false (and the refusal counted) when the server declined.
-asio::awaitable<bool> handshake(websocket::stream<Stream>& ws, Run& run) {
+asio::awaitable<bool> handshake(websocket::stream<TcpStream>& ws, Run& run) {
   beast::error_code ec;
   auto tok = asio::redirect_error(asio::use_awaitable, ec);
   tcp::endpoint to(asio::ip::make_address_v4("127.0.0.1"), static_cast<unsigned short>(run.o.port));
@@ -68,7 +69,7 @@ asio::awaitable<bool> handshake(websocket::stream<Stream>& ws, Run& run) {
 }
 
 asio::awaitable<void> client(asio::io_context& io, Run& run) {
-  websocket::stream<Stream> ws(io);
+  websocket::stream<TcpStream> ws(io);
   ws.auto_fragment(false);
   ws.read_message_max(64 * 1024 * 1024);
   if (co_await handshake(ws, run)) {
@@ -98,15 +99,6 @@ asio::awaitable<void> client(asio::io_context& io, Run& run) {
     }
   }
   run.open--;
-}
-
-uint64_t pct(std::vector<uint64_t>& v, double p) {
-  if (v.empty()) {
-    return 0;
-  }
-  std::sort(v.begin(), v.end());
-  size_t idx = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(idx, v.size() - 1)];
 }
 
 } // namespace

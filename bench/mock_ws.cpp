@@ -30,12 +30,12 @@ namespace websocket = beast::websocket;
 using tcp = asio::ip::tcp;
 using Executor = asio::io_context::executor_type;
 using Socket = asio::basic_stream_socket<tcp, Executor>;
-using Stream = beast::basic_stream<tcp, Executor>;
+using TcpStream = beast::basic_stream<tcp, Executor>;
 
 constexpr std::size_t k_max_message = 64 * 1024 * 1024;
 
 // Echoes messages until the client closes or fails.
-asio::awaitable<void> echo(websocket::stream<Stream>& ws) {
+asio::awaitable<void> echo(websocket::stream<TcpStream>& ws) {
   beast::error_code ec;
   auto tok = asio::redirect_error(asio::use_awaitable, ec);
   beast::flat_buffer buf;
@@ -60,7 +60,7 @@ asio::awaitable<void> serve(Socket socket) {
   beast::error_code ec;
   auto tok = asio::redirect_error(asio::use_awaitable, ec);
   socket.set_option(tcp::no_delay(true), ec);
-  Stream stream(std::move(socket));
+  TcpStream stream(std::move(socket));
   beast::flat_buffer buf;
   http::request<http::string_body> req;
   stream.expires_after(std::chrono::seconds(30));
@@ -78,7 +78,7 @@ asio::awaitable<void> serve(Socket socket) {
     co_await http::async_write(stream, res, tok);
     co_return;
   }
-  websocket::stream<Stream> ws(std::move(stream));
+  websocket::stream<TcpStream> ws(std::move(stream));
   ws.read_message_max(k_max_message);
   ws.auto_fragment(false);
   co_await ws.async_accept(req, tok);

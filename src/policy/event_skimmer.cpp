@@ -107,10 +107,6 @@ std::string_view trailing_line_ends(std::string_view text) {
   return text.substr(begin);
 }
 
-void release(std::string& buffer) {
-  std::string().swap(buffer);
-}
-
 } // namespace
 
 EventSkimmer::EventSkimmer(EventSink& sink, std::size_t max_event) : m_reader(sink, max_event) {

@@ -28,10 +28,6 @@ std::size_t find_line_end(std::string_view bytes, std::size_t from) {
   return from + end;
 }
 
-void release(std::string& buffer) {
-  std::string().swap(buffer);
-}
-
 } // namespace
 
 EventStreamReader::EventStreamReader(EventSink& sink, std::size_t max_event)

@@ -9,6 +9,12 @@
 
 namespace keyshim::policy::detail {
 
+// Gives a buffer's memory back (clear() keeps it): a stream's buffers are
+// emptied for good once an event or the stream is over.
+inline void release(std::string& buffer) {
+  std::string().swap(buffer);
+}
+
 // Receives the data of each complete event: its `data:` lines joined by "\n".
 class EventSink {
 public:

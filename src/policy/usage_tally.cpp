@@ -3,6 +3,7 @@
 // meter sees only the response.
 #include "policy/usage_tally.hpp"
 
+#include "policy/text.hpp"
 #include "util/json.hpp"
 
 #include <cmath>
@@ -35,10 +36,6 @@ void update(std::optional<std::uint64_t>& field, std::optional<std::uint64_t> va
 const util::Json* object_at(const util::Json& object, std::string_view name) {
   const util::Json* value = object.find(name);
   return value != nullptr && value->is_object() ? value : nullptr;
-}
-
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
 } // namespace

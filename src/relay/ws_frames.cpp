@@ -10,7 +10,6 @@ constexpr unsigned k_fin = 0x80;
 constexpr unsigned k_opcode = 0x0f;
 constexpr unsigned k_masked = 0x80;
 constexpr unsigned k_rsv1 = 0x40; // permessage-deflate: the message is compressed
-constexpr unsigned k_opcode_text = 0x1;
 constexpr unsigned k_opcode_close = 0x8;
 constexpr unsigned k_first_control = 0x8;
 constexpr std::size_t k_max_control_payload = 125;

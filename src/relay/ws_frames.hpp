@@ -17,6 +17,8 @@ namespace keyshim::relay {
 // The most a message may carry, summed over its fragments: 64 MiB. A larger
 // one closes the connection with 1009 (RFC 6455 "message too big").
 constexpr std::uint64_t k_max_ws_message = 64ULL * 1024 * 1024;
+// The opcode of a text frame.
+constexpr unsigned k_opcode_text = 0x1;
 
 class WsFrameScanner {
 public:

@@ -20,7 +20,6 @@ constexpr std::size_t k_read_size = 64 * 1024;
 constexpr std::size_t k_max_text_read = 1024 * 1024;
 // What a client may send while its turn moves to another upstream.
 constexpr std::size_t k_max_held_up = 1024 * 1024;
-constexpr unsigned k_opcode_text = 0x1;
 
 constexpr std::uint16_t k_going_away = 1001;
 constexpr std::uint16_t k_protocol_error = 1002;

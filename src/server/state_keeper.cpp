@@ -13,7 +13,7 @@ namespace {
 using util::Json;
 
 // The file's format; a file of another version is someone else's.
-constexpr std::uint64_t k_version = 1;
+constexpr std::uint64_t k_state_version = 1;
 // A state file is a few hundred bytes per key.
 constexpr std::size_t k_max_file_bytes = 16 * 1024 * 1024;
 
@@ -30,7 +30,7 @@ std::string state_text(const relay::PoolState& state) {
     pools.push_back(std::move(entry));
   }
   Json document = Json::make_object();
-  document.add("keyshim_state", Json::make_number(k_version));
+  document.add("keyshim_state", Json::make_number(k_state_version));
   document.add("pools", std::move(pools));
   return document.dump() + "\n";
 }
@@ -109,10 +109,10 @@ void StateKeeper::restore() {
   }
   std::optional<Json> document = util::parse_json(*text);
   const Json* version = document ? document->find("keyshim_state") : nullptr;
-  if (!version || version->as_unsigned() != k_version) {
+  if (!version || version->as_unsigned() != k_state_version) {
     util::log_warn("saved health ignored: {} is not a keyshim state file of version {} (it is "
                    "replaced at the next save)",
-                   m_path, k_version);
+                   m_path, k_state_version);
     return;
   }
   Restored restored = restore_pools(*document, *state);

@@ -34,14 +34,14 @@ Action write_file(std::string path, std::string content) {
   return action;
 }
 
-Action remove_file(std::string path) {
+Action remove_action(std::string path) {
   Action action;
   action.kind = Action::Kind::remove_file;
   action.path = std::move(path);
   return action;
 }
 
-Action run(std::vector<std::string> argv, bool required = true) {
+Action run_action(std::vector<std::string> argv, bool required = true) {
   Action action;
   action.kind = Action::Kind::run;
   action.argv = std::move(argv);
@@ -76,11 +76,11 @@ Plan plan_systemd_install(const ServiceTarget& target) {
   plan.actions.push_back(write_file(plan.unit_path, plan.unit_text));
   // A socket from an earlier install would hold the port and, through the
   // old unit's Requires=, keep starting the service; usually there is none.
-  plan.actions.push_back(run(systemctl({"disable", "--now", k_systemd_socket_name}), false));
-  plan.actions.push_back(remove_file(plan.socket_path));
-  plan.actions.push_back(run(systemctl({"daemon-reload"})));
-  plan.actions.push_back(run(systemctl({"enable", k_systemd_unit_name})));
-  plan.actions.push_back(run(systemctl({"restart", k_systemd_unit_name})));
+  plan.actions.push_back(run_action(systemctl({"disable", "--now", k_systemd_socket_name}), false));
+  plan.actions.push_back(remove_action(plan.socket_path));
+  plan.actions.push_back(run_action(systemctl({"daemon-reload"})));
+  plan.actions.push_back(run_action(systemctl({"enable", k_systemd_unit_name})));
+  plan.actions.push_back(run_action(systemctl({"restart", k_systemd_unit_name})));
   return plan;
 }
 
@@ -93,15 +93,15 @@ Plan plan_systemd_socket_install(const ServiceTarget& target) {
   plan.actions.push_back(make_directory(directory_of(plan.unit_path)));
   plan.actions.push_back(write_file(plan.socket_path, plan.socket_text));
   plan.actions.push_back(write_file(plan.unit_path, plan.unit_text));
-  plan.actions.push_back(run(systemctl({"daemon-reload"})));
+  plan.actions.push_back(run_action(systemctl({"daemon-reload"})));
   // The socket starts keyshim now; an earlier plain install's start at login
   // goes, and stopping a running keyshim frees the port for the socket (the
   // next connection starts the new binary with the new pool file).
-  plan.actions.push_back(run(systemctl({"disable", k_systemd_unit_name}), false));
-  plan.actions.push_back(run(systemctl({"stop", k_systemd_unit_name}), false));
-  plan.actions.push_back(run(systemctl({"enable", k_systemd_socket_name})));
+  plan.actions.push_back(run_action(systemctl({"disable", k_systemd_unit_name}), false));
+  plan.actions.push_back(run_action(systemctl({"stop", k_systemd_unit_name}), false));
+  plan.actions.push_back(run_action(systemctl({"enable", k_systemd_socket_name})));
   // restart, not start: a reinstall may have moved the address.
-  plan.actions.push_back(run(systemctl({"restart", k_systemd_socket_name})));
+  plan.actions.push_back(run_action(systemctl({"restart", k_systemd_socket_name})));
   return plan;
 }
 
@@ -152,10 +152,10 @@ Plan plan_install(const ServiceTarget& target) {
   plan.actions.push_back(write_file(plan.unit_path, plan.unit_text));
   // bootstrap refuses a label that is already loaded, so a reinstall first
   // unloads the old one; that fails harmlessly on a first install.
-  plan.actions.push_back(run({"launchctl", "bootout", launchd_service(target)}, false));
+  plan.actions.push_back(run_action({"launchctl", "bootout", launchd_service(target)}, false));
   // Undo an earlier `launchctl disable`, which would outlive the file.
-  plan.actions.push_back(run({"launchctl", "enable", launchd_service(target)}));
-  plan.actions.push_back(run({"launchctl", "bootstrap", launchd_domain(target), plan.unit_path}));
+  plan.actions.push_back(run_action({"launchctl", "enable", launchd_service(target)}));
+  plan.actions.push_back(run_action({"launchctl", "bootstrap", launchd_domain(target), plan.unit_path}));
   return plan;
 }
 
@@ -164,19 +164,19 @@ Plan plan_uninstall(const ServiceTarget& target) {
   plan.unit_path = unit_file_path(target);
   if (target.platform == Platform::launchd) {
     // Not loaded (already stopped, or never installed) is fine.
-    plan.actions.push_back(run({"launchctl", "bootout", launchd_service(target)}, false));
-    plan.actions.push_back(remove_file(plan.unit_path));
+    plan.actions.push_back(run_action({"launchctl", "bootout", launchd_service(target)}, false));
+    plan.actions.push_back(remove_action(plan.unit_path));
     return plan;
   }
   // A unit that is not installed or not running makes `disable --now` fail;
   // removing what is left must still happen. The socket goes first, or it
   // would start the service again at the next connection.
   plan.socket_path = socket_file_path(target);
-  plan.actions.push_back(run(systemctl({"disable", "--now", k_systemd_socket_name}), false));
-  plan.actions.push_back(run(systemctl({"disable", "--now", k_systemd_unit_name}), false));
-  plan.actions.push_back(remove_file(plan.socket_path));
-  plan.actions.push_back(remove_file(plan.unit_path));
-  plan.actions.push_back(run(systemctl({"daemon-reload"})));
+  plan.actions.push_back(run_action(systemctl({"disable", "--now", k_systemd_socket_name}), false));
+  plan.actions.push_back(run_action(systemctl({"disable", "--now", k_systemd_unit_name}), false));
+  plan.actions.push_back(remove_action(plan.socket_path));
+  plan.actions.push_back(remove_action(plan.unit_path));
+  plan.actions.push_back(run_action(systemctl({"daemon-reload"})));
   return plan;
 }
 
@@ -184,7 +184,7 @@ Plan plan_status(const ServiceTarget& target) {
   Plan plan;
   plan.unit_path = unit_file_path(target);
   if (target.platform == Platform::launchd) {
-    plan.actions.push_back(run({"launchctl", "print", launchd_service(target)}));
+    plan.actions.push_back(run_action({"launchctl", "print", launchd_service(target)}));
     return plan;
   }
   std::vector<std::string> status = {"status", "--no-pager"};
@@ -192,7 +192,7 @@ Plan plan_status(const ServiceTarget& target) {
     status.emplace_back(k_systemd_socket_name);
   }
   status.emplace_back(k_systemd_unit_name);
-  plan.actions.push_back(run(systemctl(status)));
+  plan.actions.push_back(run_action(systemctl(status)));
   return plan;
 }
 

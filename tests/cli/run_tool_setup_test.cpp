@@ -3,6 +3,7 @@
 // gemini-cli's API-key auth in a private home. The tools are shell scripts
 // named like them on PATH that print what they got.
 #include "cli/tool_arguments.hpp"
+#include "run_fixture.hpp"
 #include "support/http_raw_client.hpp"
 #include "support/run_binary.hpp"
 #include "support/temp_dir.hpp"
@@ -21,6 +22,7 @@ using keyshim::test::read_file;
 using keyshim::test::RunOptions;
 using keyshim::test::RunResult;
 using keyshim::test::TempDir;
+using keyshim::test::run::contains;
 
 namespace {
 
@@ -31,10 +33,6 @@ const std::vector<ToolVariable> k_openai_variables = {{"OPENAI_BASE_URL", "http:
 
 Argv rewritten(const Argv& argv) {
   return keyshim::cli::with_tool_arguments(argv, keyshim::cli::tool_arguments(k_openai_variables));
-}
-
-bool contains(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
 }
 
 } // namespace

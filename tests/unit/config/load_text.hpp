@@ -19,4 +19,11 @@ inline Config load_ok(const std::string& text) {
   return result.ok() ? *result.config : Config{};
 }
 
+// The problems `text` has, as problems_text() prints them; a test failure when it has none.
+inline std::string problems(const std::string& text) {
+  LoadResult result = load(text);
+  EXPECT_FALSE(result.ok());
+  return result.problems_text();
+}
+
 } // namespace keyshim::config::test_support

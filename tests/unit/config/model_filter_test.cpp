@@ -8,6 +8,7 @@
 using namespace keyshim::config;
 using keyshim::config::test_support::load;
 using keyshim::config::test_support::load_ok;
+using keyshim::config::test_support::problems;
 
 namespace {
 
@@ -17,12 +18,6 @@ ModelFilter only(std::vector<std::string> models, std::vector<std::string> exclu
 
 ModelFilter all_but(std::vector<std::string> excluded) {
   return ModelFilter{std::nullopt, std::move(excluded)};
-}
-
-std::string problems(const std::string& text) {
-  LoadResult result = load(text);
-  EXPECT_FALSE(result.ok());
-  return result.problems_text();
 }
 
 } // namespace

@@ -32,7 +32,7 @@ std::string where(const std::optional<NestingProblem>& problem) {
   return problem ? std::to_string(problem->line) + ":" + std::to_string(problem->column) : "none";
 }
 
-constexpr const char* k_one_key = "[[keys]]\nkey = \"sk-nesting-test-1\"\n";
+constexpr const char* k_nesting_key = "[[keys]]\nkey = \"sk-nesting-test-1\"\n";
 
 } // namespace
 
@@ -114,7 +114,8 @@ TEST(NestingLimit, BracketsInStringsAndCommentsDoNotCount) {
 // issue 9: toml++ recursed once per part and overflowed the stack.
 TEST(NestingLimit, FiftyThousandPartHeaderIsRefusedByTheLoaderInsteadOfCrashing) {
   keyshim::test::TempDir temp;
-  std::string path = temp.write("keys.toml", std::string(k_one_key) + "[" + dotted(50'000) + "]\nx = 1\n");
+  std::string path =
+      temp.write("keys.toml", std::string(k_nesting_key) + "[" + dotted(50'000) + "]\nx = 1\n");
   LoadResult result = load_pool_file(path);
   EXPECT_FALSE(result.ok());
   ASSERT_EQ(result.problems.size(), 1u) << result.problems_text().substr(0, 500);
@@ -125,7 +126,7 @@ TEST(NestingLimit, FiftyThousandPartHeaderIsRefusedByTheLoaderInsteadOfCrashing)
 TEST(NestingLimit, DeepValuesAndKeysAreRefusedByTheLoaderInsteadOfCrashing) {
   for (const std::string& deep : {dotted(50'000) + " = 1\n", "a = " + repeated("[", 50'000),
                                   "a = " + repeated("{a=", 50'000), "a = {" + dotted(50'000) + " = 1}\n"}) {
-    LoadResult result = load_pool_text(std::string(k_one_key) + deep, "keys.toml");
+    LoadResult result = load_pool_text(std::string(k_nesting_key) + deep, "keys.toml");
     EXPECT_FALSE(result.ok());
     ASSERT_EQ(result.problems.size(), 1u) << result.problems_text().substr(0, 500);
     EXPECT_EQ(result.problems[0].text().rfind("keys.toml:3:", 0), 0u) << result.problems[0].text();

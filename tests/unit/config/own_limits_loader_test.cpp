@@ -8,14 +8,9 @@
 using namespace keyshim::config;
 using keyshim::config::test_support::load;
 using keyshim::config::test_support::load_ok;
+using keyshim::config::test_support::problems;
 
 namespace {
-
-std::string problems(const std::string& text) {
-  LoadResult result = load(text);
-  EXPECT_FALSE(result.ok());
-  return result.problems_text();
-}
 
 constexpr const char* k_limits = R"([upstream]
 requests_per_minute = 60

@@ -8,15 +8,10 @@
 using namespace keyshim::config;
 using keyshim::config::test_support::load;
 using keyshim::config::test_support::load_ok;
+using keyshim::config::test_support::problems;
 using std::chrono::milliseconds;
 
 namespace {
-
-std::string problems(const std::string& text) {
-  LoadResult result = load(text);
-  EXPECT_FALSE(result.ok());
-  return result.problems_text();
-}
 
 constexpr const char* k_three = R"([upstream]
 base_url = "https://api.openai.com"

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace keyshim::test {
@@ -108,6 +109,21 @@ inline std::vector<std::string> compress_pieces(Codec codec, const std::vector<s
   }
   throw std::logic_error("unknown codec");
 }
+
+// Each codec with its Content-Encoding value and a name for failure messages.
+struct Encoding {
+  Codec codec;
+  std::string_view header;
+  std::string_view name;
+};
+
+inline constexpr std::array<Encoding, 5> k_encodings{{
+    {Codec::gzip, "gzip", "gzip"},
+    {Codec::zlib_deflate, "deflate", "zlib-wrapped deflate"},
+    {Codec::raw_deflate, "deflate", "raw deflate"},
+    {Codec::brotli, "br", "brotli"},
+    {Codec::zstd, "zstd", "zstd"},
+}};
 
 inline std::string compress(Codec codec, const std::string& text) {
   return compress_pieces(codec, {text}).front();

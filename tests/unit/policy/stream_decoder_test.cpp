@@ -16,21 +16,9 @@ namespace {
 using test::Codec;
 using test::compress;
 using test::compress_pieces;
+using test::Encoding;
+using test::k_encodings;
 using test::zstd_pieces;
-
-struct Encoding {
-  Codec codec;
-  std::string_view header; // the Content-Encoding value
-  std::string_view name;   // for failure messages
-};
-
-constexpr std::array<Encoding, 5> k_encodings{{
-    {Codec::gzip, "gzip", "gzip"},
-    {Codec::zlib_deflate, "deflate", "zlib-wrapped deflate"},
-    {Codec::raw_deflate, "deflate", "raw deflate"},
-    {Codec::brotli, "br", "brotli"},
-    {Codec::zstd, "zstd", "zstd"},
-}};
 
 constexpr std::size_t k_no_cap = std::size_t{1} << 30;
 

@@ -16,6 +16,8 @@ namespace keyshim::policy {
 namespace {
 
 using test::Codec;
+using test::Encoding;
+using test::k_encodings;
 using test::k_usage_fixtures;
 using test::meter_pieces;
 using test::meter_whole;
@@ -107,19 +109,6 @@ TEST(UsageMeter, CrAndLfSplitBetweenPiecesEndOneLineNotTwo) {
   pieces = {"data: {\"usage\":\r", "", "\n", "data: {\"output_tokens\":3}}\r", "\r"};
   EXPECT_EQ(meter_pieces(test::k_event_stream, "", pieces), (Usage{std::nullopt, 3}));
 }
-
-struct Encoding {
-  Codec codec;
-  std::string_view header;
-};
-
-constexpr std::array<Encoding, 5> k_encodings{{
-    {Codec::gzip, "gzip"},
-    {Codec::zlib_deflate, "deflate"},
-    {Codec::raw_deflate, "deflate"},
-    {Codec::brotli, "br"},
-    {Codec::zstd, "zstd"},
-}};
 
 // The body compressed as a streaming server does it: flushed after every
 // event (or every 300 bytes of a JSON body), so each part decodes as it comes.
