@@ -43,19 +43,22 @@ bool has_connection_field(const http::fields& fields) {
   return fields.find(http::field::connection) != fields.end();
 }
 
-std::string remove_query_params(std::string_view target, const std::vector<std::string>& names) {
+// `target` without the query parameters named "key" (Google's convention,
+// whatever the pool's auth style) or in `names`, appended to `out`.
+void append_without_auth_params(std::string& out, std::string_view target,
+                                const std::vector<std::string>& names) {
   std::size_t question = target.find('?');
+  out += target.substr(0, question);
   if (question == std::string_view::npos) {
-    return std::string(target);
+    return;
   }
-  std::string out(target.substr(0, question));
   std::string_view query = target.substr(question + 1);
   bool first = true;
   while (true) {
     std::size_t amp = query.find('&');
     std::string_view pair = query.substr(0, amp);
     std::string name = util::percent_decode(pair.substr(0, pair.find('=')));
-    if (!pair.empty() && std::find(names.begin(), names.end(), name) == names.end()) {
+    if (!pair.empty() && name != "key" && std::find(names.begin(), names.end(), name) == names.end()) {
       out += first ? '?' : '&';
       out += pair;
       first = false;
@@ -65,7 +68,6 @@ std::string remove_query_params(std::string_view target, const std::vector<std::
     }
     query.remove_prefix(amp + 1);
   }
-  return out;
 }
 
 std::string host_field(const config::UpstreamUrl& url) {
@@ -173,9 +175,10 @@ std::string upstream_target(std::string_view client_target, const std::vector<st
 
 std::string upstream_target(std::string_view client_target, const std::vector<std::string>& query_auth_params,
                             const config::KeyConfig& key, const util::Secret& secret) {
-  std::vector<std::string> drop = query_auth_params;
-  drop.emplace_back("key"); // Google's convention, whatever the pool's auth style
-  std::string target = key.base_url.path_prefix + remove_query_params(client_target, drop);
+  std::string target;
+  target.reserve(key.base_url.path_prefix.size() + client_target.size());
+  target += key.base_url.path_prefix;
+  append_without_auth_params(target, client_target, query_auth_params);
   if (key.auth.style == config::AuthStyle::query) {
     target += target.find('?') == std::string::npos ? '?' : '&';
     target += key.auth.query_param + "=" + util::percent_encode(secret.reveal());
