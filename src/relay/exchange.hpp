@@ -226,7 +226,7 @@ private:
   void arm_deadline(milliseconds limit);
   void on_deadline();
   void watch_client();
-  void on_client_readable(const ErrorCode& ec);
+  void on_client_readable(const ErrorCode& ec, std::size_t n);
   void cancel(const std::string& why);
   // Leave the current phase's upstream attempt, if any: it reports nothing more.
   void drop_upstream();
@@ -246,7 +246,8 @@ private:
   std::shared_ptr<Downstream> m_client;
   RelayContext& m_context;
   MonoTime m_started;
-  bool m_watching_client = false; // a readability wait is pending on the client socket
+  bool m_watching_client = false; // a peeking receive is pending on the client socket
+  char m_peeked = 0;              // where it peeks
 
   Phase m_phase = Choosing{};
   // A Responses turn moving to another key: the open tunnel waits in here

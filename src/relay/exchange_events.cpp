@@ -9,8 +9,6 @@
 
 #include <fmt/format.h>
 
-#include <sys/socket.h>
-
 namespace keyshim::relay {
 using namespace std::chrono;
 
@@ -107,26 +105,22 @@ void Exchange::on_deadline() {
 
 // Before and during streaming nothing reads from the client, so a hang-up
 // would go unnoticed while the upstream keeps generating (and billing).
-// Waiting for readability and peeking one byte tells a FIN or RST from a
-// pipelined request without consuming anything.
+// A receive that peeks one byte tells a FIN or RST (an error) from a
+// pipelined request (a byte) without consuming anything. A receive, not a
+// wait for readability: Asio re-registers the socket with epoll (an
+// epoll_ctl call) for every wait, once per request.
 void Exchange::watch_client() {
   m_watching_client = true;
-  m_client->socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](const ErrorCode& ec) {
-    self->on_client_readable(ec);
-  });
+  m_client->socket().async_receive(
+      asio::buffer(&m_peeked, 1), tcp::socket::message_peek,
+      [self = shared_from_this()](const ErrorCode& ec, std::size_t n) { self->on_client_readable(ec, n); });
 }
 
-void Exchange::on_client_readable(const ErrorCode& ec) {
-  if (ec || in<Done>() || !m_watching_client) {
+void Exchange::on_client_readable(const ErrorCode& ec, std::size_t n) {
+  if (ec == asio::error::operation_aborted || in<Done>() || !m_watching_client) {
     return;
   }
-  char byte = 0;
-  ssize_t n = ::recv(m_client->socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-    watch_client();
-    return;
-  }
-  if (n > 0) {
+  if (!ec && n > 0) {
     m_watching_client = false; // a pipelined request: the client is still there
     return;
   }
