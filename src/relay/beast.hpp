@@ -38,4 +38,45 @@ using ClientRequest = http::request<http::string_body>;
 // The upstream's response, read head first, then the body piece by piece.
 using ResponseParser = http::response_parser<http::buffer_body>;
 
+// Fields by a known name (never http::field::unknown), found by a walk of
+// the head's list comparing the names' enums, in the order they came.
+// Beast's own lookups (fields[name], find, count, equal_range) search its
+// tree comparing names without case, about ten times the instructions for
+// a head of a dozen fields, and each request looks up about ten.
+template <class Fields, class Visit>
+void for_each_field(const Fields& fields, http::field name, Visit visit) {
+  for (const auto& field : fields) {
+    if (field.name() == name) {
+      visit(field.value());
+    }
+  }
+}
+
+// The value of the first field `name`, or "" (as fields[name]).
+template <class Fields> std::string_view field_value(const Fields& fields, http::field name) {
+  for (const auto& field : fields) {
+    if (field.name() == name) {
+      return field.value();
+    }
+  }
+  return {};
+}
+
+// How many fields are named `name` (as fields.count(name)).
+template <class Fields> std::size_t field_count(const Fields& fields, http::field name) {
+  std::size_t n = 0;
+  for_each_field(fields, name, [&](std::string_view) { ++n; });
+  return n;
+}
+
+// Whether a field `name` is present (as fields.find(name) != fields.end()).
+template <class Fields> bool has_field(const Fields& fields, http::field name) {
+  for (const auto& field : fields) {
+    if (field.name() == name) {
+      return true;
+    }
+  }
+  return false;
+}
+
 } // namespace keyshim::relay

@@ -16,7 +16,7 @@ namespace {
 using namespace std::chrono;
 
 bool is_event_stream(const http::response_header<>& head) {
-  std::string_view type = head[http::field::content_type];
+  std::string_view type = field_value(head, http::field::content_type);
   return type.size() >= 17 && util::iequals(type.substr(0, 17), "text/event-stream");
 }
 
@@ -51,7 +51,8 @@ void Exchange::attempt_head() {
   }
   if (status < 200 || status >= 400) {
     t.step = Trying::Step::error_body;
-    t.probe = ResponseProbe::error_body(policy::make_decoder(head[http::field::content_encoding]));
+    t.probe =
+        ResponseProbe::error_body(policy::make_decoder(field_value(head, http::field::content_encoding)));
     if (parser.is_done()) {
       take_error_piece({}, true); // an error without a body is judged at once
       return;
@@ -60,7 +61,7 @@ void Exchange::attempt_head() {
     commit({}, true); // no body: HEAD, 204, 304, Content-Length: 0
     return;
   } else if (status == 200 && is_event_stream(head) &&
-             (decoder = policy::make_decoder(head[http::field::content_encoding]))) {
+             (decoder = policy::make_decoder(field_value(head, http::field::content_encoding)))) {
     t.step = Trying::Step::probe; // other encodings skip the probe
     t.probe = ResponseProbe::event_stream(std::move(decoder));
   } else {

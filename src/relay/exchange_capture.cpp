@@ -74,7 +74,7 @@ void Exchange::capture_response_head(const http::response_header<>& head) {
   if (!m_capture) {
     return;
   }
-  std::string_view type = head[http::field::content_type];
+  std::string_view type = field_value(head, http::field::content_type);
   bool events = type.size() >= 17 && util::iequals(type.substr(0, 17), "text/event-stream");
   m_capture->response_head(fields_of(head), events);
 }

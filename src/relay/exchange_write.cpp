@@ -36,7 +36,8 @@ void Exchange::commit(std::string_view first, bool done, std::string held) {
   m_record.stream = m_out.streamed();
   capture_step(t.key, status, nullptr);
   capture_response_head(head);
-  policy::UsageMeter usage(head[http::field::content_type], head[http::field::content_encoding]);
+  policy::UsageMeter usage(field_value(head, http::field::content_type),
+                           field_value(head, http::field::content_encoding));
   m_phase = Streaming{std::move(t.upstream), t.key, std::move(usage), std::move(held)};
   Streaming& s = std::get<Streaming>(m_phase);
   arm_deadline(m_settings->idle_timeout); // may be earlier than the first-byte one

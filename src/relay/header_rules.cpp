@@ -34,13 +34,14 @@ template <std::size_t N> bool in_list(const std::array<std::string_view, N>& lis
 
 // Whether `name` is listed in a Connection field ("Connection: keep-alive, X-Foo").
 bool named_by_connection(const http::fields& fields, std::string_view name) {
-  auto range = fields.equal_range(http::field::connection);
-  return std::any_of(range.first, range.second,
-                     [&](const auto& field) { return lists_token(field.value(), name); });
+  bool listed = false;
+  for_each_field(fields, http::field::connection,
+                 [&](std::string_view value) { listed = listed || lists_token(value, name); });
+  return listed;
 }
 
 bool has_connection_field(const http::fields& fields) {
-  return fields.find(http::field::connection) != fields.end();
+  return has_field(fields, http::field::connection);
 }
 
 // `target` without the query parameters named "key" (Google's convention,
@@ -129,9 +130,10 @@ bool is_websocket_upgrade(const http::request_header<>& request) {
   if (request.method() != http::verb::get || !named_by_connection(request, "upgrade")) {
     return false;
   }
-  auto range = request.equal_range(http::field::upgrade);
-  return std::any_of(range.first, range.second,
-                     [](const auto& field) { return lists_token(field.value(), "websocket"); });
+  bool websocket = false;
+  for_each_field(request, http::field::upgrade,
+                 [&](std::string_view value) { websocket = websocket || lists_token(value, "websocket"); });
+  return websocket;
 }
 
 // Claude Code sends the first; Codex the second since 0.171, the third before.

@@ -135,9 +135,8 @@ void Connection::on_head() {
     answer_locally(relay::serialize(*own, head.method() == http::verb::head, !keep_alive), keep_alive);
     return;
   }
-  auto expect = head.find(http::field::expect);
   arm_timer(m_context.limits.body_timeout); // replaces the head deadline, earlier or later
-  if (expect != head.end() && util::iequals(expect->value(), "100-continue") && !m_parser->is_done()) {
+  if (util::iequals(relay::field_value(head, http::field::expect), "100-continue") && !m_parser->is_done()) {
     send_continue();
     return;
   }

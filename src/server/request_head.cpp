@@ -157,16 +157,16 @@ HeadVerdict check_parsed_head(const relay::http::request_header<>& head) {
     return {400, "the request path has a \".\" or \"..\" segment (literal or percent-encoded); send the "
                  "path without it"};
   }
-  if (head.version() == 11 && head.count(http::field::host) != 1) {
+  if (head.version() == 11 && relay::field_count(head, http::field::host) != 1) {
     return {400, "an HTTP/1.1 request needs exactly one Host header"};
   }
-  std::size_t te = head.count(http::field::transfer_encoding);
+  std::size_t te = relay::field_count(head, http::field::transfer_encoding);
   if (head.version() != 11 && te != 0) {
     return {400, "Transfer-Encoding is not allowed in HTTP/1.0"};
   }
   // Beast reads "chunked, gzip" as a request without a body and would parse
   // the body as the next request: only a single "chunked" is accepted.
-  if (te > 1 || (te == 1 && !iequals(head[http::field::transfer_encoding], "chunked"))) {
+  if (te > 1 || (te == 1 && !iequals(relay::field_value(head, http::field::transfer_encoding), "chunked"))) {
     return {400, "only a single \"Transfer-Encoding: chunked\" is accepted"};
   }
   return {};

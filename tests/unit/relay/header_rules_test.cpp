@@ -71,6 +71,23 @@ struct EchoPool {
 
 // --- field classification -------------------------------------------------
 
+TEST(FieldLookup, FindsWhatBeastsLookupFindsWhateverTheCaseTheClientSent) {
+  http::request_header<> head =
+      parse_request("POST /v1 HTTP/1.1\r\nhOsT: a\r\nX-One: 1\r\ncontent-TYPE: text/plain\r\n"
+                    "Connection: keep-alive\r\nconnection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
+  for (http::field name : {http::field::host, http::field::content_type, http::field::connection,
+                           http::field::origin, http::field::expect}) {
+    EXPECT_EQ(field_value(head, name), head[name]) << name;
+    EXPECT_EQ(field_count(head, name), head.count(name)) << name;
+    EXPECT_EQ(has_field(head, name), head.find(name) != head.end()) << name;
+  }
+  EXPECT_EQ(field_value(head, http::field::connection), "keep-alive"); // the first, as sent
+  EXPECT_EQ(field_count(head, http::field::connection), 2u);
+  std::vector<std::string_view> seen;
+  for_each_field(head, http::field::connection, [&](std::string_view value) { seen.push_back(value); });
+  EXPECT_EQ(seen, (std::vector<std::string_view>{"keep-alive", "Upgrade"}));
+}
+
 TEST(HeaderRules, HopByHopNamesAreRecognisedInAnyCase) {
   for (const char* name : {"Connection", "keep-alive", "PROXY-CONNECTION", "TE", "Trailer",
                            "Transfer-Encoding", "upgrade", "Proxy-Authorization", "proxy-authenticate"}) {
