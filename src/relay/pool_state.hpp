@@ -41,6 +41,16 @@ struct PoolState {
   // (forwarded as / and /...), anything else to the default pool; nullopt
   // when the file has no default pool and no pool owns the prefix.
   std::optional<Route> route(std::string_view target) const;
+  // Whether route(target) finds a pool, without building the route.
+  bool serves(std::string_view target) const {
+    return default_pool.has_value() || named_pool(target).has_value();
+  }
+  // The named pool `target`'s first segment names, and the target after that segment.
+  struct Named {
+    std::size_t pool;
+    std::string_view rest;
+  };
+  std::optional<Named> named_pool(std::string_view target) const;
 
   // A state serving `pools` (one KeyPool per config->pools entry) under
   // `config`, its TLS contexts built now: on the thread that loads the file,

@@ -50,7 +50,7 @@ std::string_view path_of(std::string_view target) {
 // Host and Origin: what a web page (CSRF) or a rebound DNS name would get
 // wrong. Checked before anything else, /health included.
 std::optional<relay::Answer> guard_origin(const Asked& asked, const relay::PoolState& state) {
-  std::string_view host = asked.head[http::field::host];
+  std::string_view host = relay::field_value(asked.head, http::field::host);
   if (!is_loopback_host_header(host)) {
     util::log_warn("refused {} {}: Host \"{}\" is not a loopback name", asked.method, asked.path, host);
     return refusal(403, "keyshim: the Host header must name a loopback address or localhost",
@@ -58,10 +58,10 @@ std::optional<relay::Answer> guard_origin(const Asked& asked, const relay::PoolS
   }
   static const std::vector<std::string> k_no_origins;
   const auto& allowed = state.config ? state.config->server.allowed_origins : k_no_origins;
-  if (auto origin = asked.head.find(http::field::origin);
-      origin != asked.head.end() && !origin_allowed(origin->value(), allowed)) {
+  if (relay::has_field(asked.head, http::field::origin) &&
+      !origin_allowed(relay::field_value(asked.head, http::field::origin), allowed)) {
     util::log_warn("refused {} {}: Origin \"{}\" is not in allowed_origins", asked.method, asked.path,
-                   origin->value());
+                   relay::field_value(asked.head, http::field::origin));
     return refusal(403, "keyshim: this Origin is not in allowed_origins", "forbidden_origin");
   }
   return std::nullopt;
@@ -74,10 +74,14 @@ bool is_pool_root(std::string_view target, const relay::PoolState& state) {
   if (path_of(target) == "/") {
     return true;
   }
-  std::optional<relay::Route> route = state.route(target);
   // Only a named pool's route strips a prefix: the default pool's target
   // is "/" only when the request's was, answered above.
-  return route && path_of(route->target) == "/";
+  std::optional<relay::PoolState::Named> named = state.named_pool(target);
+  if (!named) {
+    return false;
+  }
+  std::string_view rest = path_of(named->rest);
+  return rest.empty() || rest == "/";
 }
 
 // What is answered without the client_token: /health and the roots (`/`,
@@ -125,7 +129,7 @@ void log_unserved(const Asked& asked, int status, std::string error) {
 // default pool (404 naming the routes that exist), or no usable pool file
 // at all (503 with the reason).
 std::optional<relay::Answer> unservable(const Asked& asked, const relay::PoolState& state) {
-  if (state.config && !state.route(asked.head.target())) {
+  if (state.config && !state.serves(asked.head.target())) {
     log_unserved(asked, 404, "no pool serves this path");
     return relay::no_pool_answer(asked.path, *state.config);
   }

@@ -82,6 +82,16 @@ TEST_F(PoolStateTest, WithoutADefaultPoolAnUnownedPathHasNoRoute) {
   EXPECT_EQ(route(state, "/"), "none");
 }
 
+TEST_F(PoolStateTest, ServesIsWhetherARouteExists) {
+  for (const char* text : {k_default_and_two, k_named_only}) {
+    PoolState state = state_of(text);
+    for (std::string_view target : {"/openai/v1/models", "/openai", "/openai?x=1", "/v1/models", "/",
+                                    "/anthropic/v1", "/anthropicx", "?", "/openai/"}) {
+      EXPECT_EQ(state.serves(target), state.route(target).has_value()) << target;
+    }
+  }
+}
+
 TEST_F(PoolStateTest, RedactionCoversTheKeysOfEveryPool) {
   PoolState state = state_of(k_default_and_two);
   std::string text = state.redactor->apply("a sk-route-default-0001 b sk-ant-route-0002 c AIza-route-0003");
