@@ -17,11 +17,14 @@ namespace {
 enum class BodyKind { events, json, unreadable };
 
 BodyKind body_kind(std::string_view content_type) {
-  std::string media = util::to_lower(util::trim(content_type.substr(0, content_type.find(';'))));
-  if (media == "text/event-stream") {
+  std::string_view media = util::trim(content_type.substr(0, content_type.find(';')));
+  if (util::iequals(media, "text/event-stream")) {
     return BodyKind::events;
   }
-  if (media.empty() || media == "application/json" || media.ends_with("+json")) {
+  constexpr std::string_view k_json_suffix = "+json";
+  if (media.empty() || util::iequals(media, "application/json") ||
+      (media.size() >= k_json_suffix.size() &&
+       util::iequals(media.substr(media.size() - k_json_suffix.size()), k_json_suffix))) {
     return BodyKind::json;
   }
   return BodyKind::unreadable; // an HTML error page, a file download...

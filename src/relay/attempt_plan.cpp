@@ -26,13 +26,13 @@ void AttemptPlan::renew(std::size_t index, MonoTime until) {
   m_repeat = index;
 }
 
-std::vector<bool> AttemptPlan::mask() const {
+const std::vector<bool>& AttemptPlan::mask() {
   if (!m_repeat) {
     return m_excluded;
   }
-  std::vector<bool> mask(m_excluded.size(), true);
-  mask[*m_repeat] = false;
-  return mask;
+  m_only.assign(m_excluded.size(), true);
+  m_only[*m_repeat] = false;
+  return m_only;
 }
 
 bool AttemptPlan::drop_repeat() {

@@ -25,7 +25,8 @@ public:
 
   // The keys the next acquire must skip: those excluded for this request,
   // or every key but the one to repeat.
-  std::vector<bool> mask() const;
+  // A reference to the plan's own vectors, valid until the plan changes.
+  const std::vector<bool>& mask();
   // A retry with a renewed token is due even past max_attempts.
   bool out_of_attempts() const { return m_attempts >= m_max_attempts && !m_renewal; }
   int attempts() const { return m_attempts; }
@@ -114,6 +115,7 @@ private:
   std::vector<bool> m_excluded;
   std::vector<bool> m_retried; // keys already repeated once
   std::vector<bool> m_cooled;  // excluded keys whose failure cooled them
+  std::vector<bool> m_only;    // mask() while one key is repeated: every key but that one
   std::optional<std::size_t> m_repeat;
   struct Renewal {
     std::size_t key = 0;

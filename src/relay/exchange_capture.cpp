@@ -5,6 +5,8 @@
 
 #include "util/ascii.hpp"
 
+#include <iterator>
+
 namespace keyshim::relay {
 namespace {
 
@@ -35,6 +37,7 @@ const char* verdict_word(const policy::Verdict& verdict) {
 
 template <class Head> Fields fields_of(const Head& head) {
   Fields fields;
+  fields.reserve(static_cast<std::size_t>(std::distance(head.begin(), head.end())));
   for (const auto& field : head) {
     fields.emplace_back(std::string(field.name_string()), std::string(field.value()));
   }
