@@ -300,7 +300,11 @@ Counts KeyPool::counts() const {
 }
 
 std::optional<util::TimePoint> KeyPool::earliest_available(const std::string* model) const {
-  const util::TimePoint now = m_clock.now();
+  return earliest_available(model, m_clock.now());
+}
+
+std::optional<util::TimePoint> KeyPool::earliest_available(const std::string* model,
+                                                           util::TimePoint now) const {
   std::optional<util::TimePoint> earliest;
   for (std::size_t i = 0; i < m_keys.size(); ++i) {
     if (model != nullptr && !m_keys[i].models.serves(*model)) {

@@ -298,6 +298,9 @@ public:
   // reached, whichever is latest (for waiting and the 503's Retry-After);
   // with `model`, only among the keys that serve it.
   std::optional<util::TimePoint> earliest_available(const std::string* model = nullptr) const;
+  // The same at `now`: a search that found no key asks at its own instant,
+  // or a cooldown ending between the two would leave it no key and no end.
+  std::optional<util::TimePoint> earliest_available(const std::string* model, util::TimePoint now) const;
 
 private:
   // acquire's steps (pool/key_pool_selection.cpp).

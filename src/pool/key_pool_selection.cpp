@@ -87,7 +87,7 @@ Selection KeyPool::selected(std::size_t index, const Search& search) const {
 // No key was eligible: when one may be, and what the search skipped keys for.
 Selection KeyPool::nothing_eligible(const Search& search) const {
   Selection selection;
-  selection.earliest_available = earliest_available(search.model);
+  selection.earliest_available = earliest_available(search.model, search.now);
   selection.busy = search.busy;
   selection.over_limits = search.over_limits;
   return selection;

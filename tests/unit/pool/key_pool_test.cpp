@@ -113,6 +113,37 @@ TEST_F(KeyPoolTest, CoolingKeyIsEligibleAgainOnceItsCooldownEnds) {
   EXPECT_EQ(take(pool), 0);
 }
 
+// A clock that, once armed, moves on by `step` at each reading after the first.
+class SteppingClock final : public util::Clock {
+public:
+  util::TimePoint now() const override {
+    util::TimePoint t = m_now;
+    if (m_armed) {
+      m_now += m_step;
+    }
+    return t;
+  }
+  void arm(util::TimePoint::duration step) {
+    m_step = step;
+    m_armed = true;
+  }
+
+private:
+  mutable util::TimePoint m_now = util::TimePoint(std::chrono::hours(24 * 365 * 56));
+  util::TimePoint::duration m_step{};
+  bool m_armed = false;
+};
+
+TEST(KeyPoolTime, AKeyCoolingWhenTheSearchBeganNamesItsEndThoughItEndsBeforeTheAnswer) {
+  SteppingClock clock;
+  KeyPool pool(test::make_keys({"a"}), Strategy::ordered, clock);
+  pool.report(0, nullptr, test::cool(429, 1s, false, "429"));
+  clock.arm(1s); // the cooldown ends between the search and anything read after it
+  Selection none = pool.acquire({});
+  ASSERT_FALSE(none.index);
+  ASSERT_TRUE(none.earliest_available) << "no key and no end: a waiter would get 503 'every key is disabled'";
+}
+
 TEST_F(KeyPoolTest, CooldownNeverShortensALongerOne) {
   KeyPool pool = make_pool(Strategy::ordered);
   util::TimePoint start = m_clock.now();
