@@ -52,14 +52,21 @@ void for_each_field(const Fields& fields, http::field name, Visit visit) {
   }
 }
 
-// The value of the first field `name`, or "" (as fields[name]).
-template <class Fields> std::string_view field_value(const Fields& fields, http::field name) {
+// The first field `name`, or null (as fields.find(name)).
+template <class Fields>
+const typename Fields::value_type* first_field(const Fields& fields, http::field name) {
   for (const auto& field : fields) {
     if (field.name() == name) {
-      return field.value();
+      return &field;
     }
   }
-  return {};
+  return nullptr;
+}
+
+// The value of the first field `name`, or "" (as fields[name]).
+template <class Fields> std::string_view field_value(const Fields& fields, http::field name) {
+  const auto* field = first_field(fields, name);
+  return field ? field->value() : std::string_view();
 }
 
 // How many fields are named `name` (as fields.count(name)).
@@ -71,12 +78,7 @@ template <class Fields> std::size_t field_count(const Fields& fields, http::fiel
 
 // Whether a field `name` is present (as fields.find(name) != fields.end()).
 template <class Fields> bool has_field(const Fields& fields, http::field name) {
-  for (const auto& field : fields) {
-    if (field.name() == name) {
-      return true;
-    }
-  }
-  return false;
+  return first_field(fields, name) != nullptr;
 }
 
 } // namespace keyshim::relay

@@ -58,10 +58,10 @@ std::optional<relay::Answer> guard_origin(const Asked& asked, const relay::PoolS
   }
   static const std::vector<std::string> k_no_origins;
   const auto& allowed = state.config ? state.config->server.allowed_origins : k_no_origins;
-  if (relay::has_field(asked.head, http::field::origin) &&
-      !origin_allowed(relay::field_value(asked.head, http::field::origin), allowed)) {
+  if (const auto* origin = relay::first_field(asked.head, http::field::origin);
+      origin != nullptr && !origin_allowed(origin->value(), allowed)) {
     util::log_warn("refused {} {}: Origin \"{}\" is not in allowed_origins", asked.method, asked.path,
-                   relay::field_value(asked.head, http::field::origin));
+                   origin->value());
     return refusal(403, "keyshim: this Origin is not in allowed_origins", "forbidden_origin");
   }
   return std::nullopt;

@@ -80,6 +80,7 @@ TEST(FieldLookup, FindsWhatBeastsLookupFindsWhateverTheCaseTheClientSent) {
     EXPECT_EQ(field_value(head, name), head[name]) << name;
     EXPECT_EQ(field_count(head, name), head.count(name)) << name;
     EXPECT_EQ(has_field(head, name), head.find(name) != head.end()) << name;
+    EXPECT_EQ(first_field(head, name) != nullptr, head.find(name) != head.end()) << name;
   }
   EXPECT_EQ(field_value(head, http::field::connection), "keep-alive"); // the first, as sent
   EXPECT_EQ(field_count(head, http::field::connection), 2u);
