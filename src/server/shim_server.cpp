@@ -61,7 +61,11 @@ public:
   void drain_now();
 
   ShimServer& m_server;
-  asio::io_context m_ioc{1};
+  // Every socket and timer is used on this loop's thread only (the other
+  // threads post to it), so the reactor skips its per-socket mutex: two
+  // lock/unlock pairs per operation, 1.6 % of a proxied request's
+  // instructions. The scheduler keeps its lock for those posts.
+  asio::io_context m_ioc{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
   std::deque<Listener> m_listeners; // a deque: handlers hold references
   relay::Timer m_status_timer;
   relay::UpstreamPool m_upstreams;
