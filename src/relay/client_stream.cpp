@@ -3,6 +3,7 @@
 #include "relay/redact.hpp"
 #include "util/http_text.hpp"
 
+#include <algorithm>
 #include <optional>
 
 namespace keyshim::relay {
@@ -28,6 +29,33 @@ void ClientStream::begin(const ResponseParser& upstream, const http::request_hea
                           length.has_value());
   m_close_after = !keep_alive || m_framing == Framing::close;
   m_prefix = client_head(head, m_framing, length, m_close_after, redact);
+}
+
+// A piece is written at once when the socket has room: a write posted to the
+// event loop costs a turn of it, and each turn an epoll_wait call, per piece.
+// The socket is in non-blocking mode for this (set once per connection; the
+// asynchronous operations would set it anyway).
+std::size_t ClientStream::send_now(const Buffers& buffers, ErrorCode& ec) {
+  if (!m_socket.non_blocking()) {
+    m_socket.non_blocking(true, ec);
+    if (ec) {
+      return 0;
+    }
+  }
+  std::size_t sent = m_socket.send(buffers, 0, ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again) {
+    ec = {};
+  }
+  return sent;
+}
+
+ClientStream::Buffers ClientStream::rest_of(Buffers buffers, std::size_t sent) {
+  for (asio::const_buffer& buffer : buffers) {
+    std::size_t skip = std::min(sent, buffer.size());
+    buffer += skip;
+    sent -= skip;
+  }
+  return buffers;
 }
 
 void ClientStream::frame(std::size_t size, bool last) {

@@ -32,15 +32,24 @@ public:
   void begin(const ResponseParser& upstream, const http::request_header<>& request, bool keep_alive,
              const Redactor& redact);
   // One write per piece: the head the first time, the chunk framing around
-  // `data`, and the last-chunk when `last`. `done(ec)` runs when written.
+  // `data`, and the last-chunk when `last`. `done(ec)` runs when written:
+  // before write() returns when the socket took every byte at once (the
+  // usual case), so a caller's write must be its last step.
   template <class Handler> void write(std::string_view data, bool last, Handler done) {
     frame(data.size(), last);
     std::array<asio::const_buffer, 3> buffers = {
         asio::buffer(m_prefix), asio::buffer(data.data(), data.size()), asio::buffer(m_suffix)};
-    asio::async_write(m_socket, buffers,
-                      [this, done = std::move(done)](const ErrorCode& ec, std::size_t) mutable {
-                        m_prefix.clear(); // the head went with the first piece
-                        done(ec);
+    ErrorCode ec;
+    std::size_t sent = send_now(buffers, ec);
+    if (ec || sent == asio::buffer_size(buffers)) {
+      m_prefix.clear(); // the head went with the first piece
+      done(ec);
+      return;
+    }
+    asio::async_write(m_socket, rest_of(buffers, sent),
+                      [this, done = std::move(done)](const ErrorCode& error, std::size_t) mutable {
+                        m_prefix.clear();
+                        done(error);
                       });
   }
   // A whole answer instead of a relayed response: with `Connection: close`
@@ -57,7 +66,13 @@ public:
   bool streamed() const { return m_framing == Framing::chunked || m_framing == Framing::close; }
 
 private:
+  using Buffers = std::array<asio::const_buffer, 3>;
   void frame(std::size_t size, bool last);
+  // As much of `buffers` as the socket takes without waiting; would_block
+  // is no error.
+  std::size_t send_now(const Buffers& buffers, ErrorCode& ec);
+  // `buffers` without their first `sent` bytes.
+  static Buffers rest_of(Buffers buffers, std::size_t sent);
 
   Socket& m_socket;
   Framing m_framing = Framing::chunked;
