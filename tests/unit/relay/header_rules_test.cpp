@@ -147,6 +147,31 @@ TEST(UpstreamHead, DropsHopByHopFieldsAndThoseNamedByConnection) {
             "\r\n");
 }
 
+// The rules ask Beast's field enum for the names it knows and compare the
+// others by name: both must hold whatever the case the client wrote.
+TEST(UpstreamHead, DropsWhatItDropsWhateverTheCaseOfTheName) {
+  auto client = parse_request("POST /v1/messages HTTP/1.1\r\n"
+                              "hOST: localhost:8787\r\n"
+                              "CONNECTION: close\r\n"
+                              "keep-ALIVE: timeout=5\r\n"
+                              "PROXY-AUTHENTICATE: Basic\r\n"
+                              "tE: trailers\r\n"
+                              "AUTHORIZATION: Bearer placeholder\r\n"
+                              "X-API-KEY: placeholder\r\n"
+                              "Api-Key: placeholder\r\n"
+                              "KEYSHIM-REPLAY: 7\r\n"
+                              "Keyshim-Key: k0\r\n"
+                              "eXPECT: 100-continue\r\n"
+                              "ACCEPT: */*\r\n"
+                              "\r\n");
+  EXPECT_EQ(upstream_head(client, "/v1/messages", pool_key("sk-pool"), std::nullopt),
+            "POST /v1/messages HTTP/1.1\r\n"
+            "Host: api.openai.com\r\n"
+            "ACCEPT: */*\r\n"
+            "Authorization: Bearer sk-pool\r\n"
+            "\r\n");
+}
+
 TEST(UpstreamHead, ReplacesClientCredentialsHostLengthAndExpectWithThePoolKey) {
   auto client = parse_request("POST /v1/messages HTTP/1.1\r\n"
                               "Host: localhost:8787\r\n"
