@@ -12,13 +12,36 @@ bool all_digits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
+// Whether `name` is a dotted quad in 127.0.0.0/8, read as inet_pton(AF_INET)
+// reads one: four decimal parts of 0 to 255 without leading zeros, so
+// "127.1", "0x7f.0.0.1" and "0127.0.0.1" are no address. Every request
+// asks, so without a copy of the name and without inet_pton's setup.
+bool is_loopback_v4(std::string_view name) {
+  unsigned first = 0;
+  std::size_t at = 0;
+  for (int part = 0; part < 4; ++part) {
+    if (part > 0 && (at >= name.size() || name[at++] != '.')) {
+      return false;
+    }
+    std::size_t start = at;
+    unsigned value = 0;
+    while (at < name.size() && at - start < 3 && name[at] >= '0' && name[at] <= '9') {
+      value = value * 10 + static_cast<unsigned>(name[at++] - '0');
+    }
+    if (at == start || value > 255 || (at - start > 1 && name[start] == '0')) {
+      return false;
+    }
+    first = part == 0 ? value : first;
+  }
+  return at == name.size() && first == 127;
+}
+
 } // namespace
 
 bool is_loopback_host_header(std::string_view host) {
   if (host.empty()) {
     return true;
   }
-  std::string name;
   if (host.front() == '[') {
     std::size_t close = host.find(']');
     if (close == std::string_view::npos) {
@@ -28,7 +51,7 @@ bool is_loopback_host_header(std::string_view host) {
     if (!rest.empty() && (rest.front() != ':' || !all_digits(rest.substr(1)))) {
       return false;
     }
-    name = std::string(host.substr(1, close - 1));
+    std::string name(host.substr(1, close - 1));
     in6_addr v6{};
     return inet_pton(AF_INET6, name.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
   }
@@ -39,13 +62,7 @@ bool is_loopback_host_header(std::string_view host) {
     }
     host = host.substr(0, colon);
   }
-  name = util::to_lower(host);
-  if (name == "localhost" || name == "localhost.") {
-    return true;
-  }
-  in_addr v4{};
-  // inet_pton accepts only dotted quads: "127.1" or "0x7f.1" style tricks fail.
-  return inet_pton(AF_INET, name.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
+  return util::iequals(host, "localhost") || util::iequals(host, "localhost.") || is_loopback_v4(host);
 }
 
 bool origin_allowed(std::string_view origin, const std::vector<std::string>& allowed) {

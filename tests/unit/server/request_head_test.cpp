@@ -157,12 +157,31 @@ TEST(RequestHead, ErrorResponseBytesAreExact) {
 }
 
 TEST(RequestGuard, LoopbackHostHeaders) {
-  for (const char* ok :
-       {"", "localhost", "LocalHost:8787", "127.0.0.1", "127.255.0.1:1", "[::1]", "[::1]:8787"}) {
+  for (const char* ok : {"", "localhost", "LocalHost:8787", "localhost.:1", "127.0.0.1", "127.255.0.1:1",
+                         "127.0.0.0", "127.1.22.255:0", "[::1]", "[::1]:8787"}) {
     EXPECT_TRUE(is_loopback_host_header(ok)) << ok;
   }
-  for (const char* bad : {"example.com", "127.0.0.1.example.com", "0x7f.1", "127.1", "[::2]", "[::1]x",
-                          "localhost:80a", "128.0.0.1", "[::ffff:127.0.0.1]"}) {
+  for (const char* bad : {"example.com",
+                          "127.0.0.1.example.com",
+                          "0x7f.1",
+                          "127.1",
+                          "[::2]",
+                          "[::1]x",
+                          "localhost:80a",
+                          "128.0.0.1",
+                          "[::ffff:127.0.0.1]",
+                          "127.0.0.01",
+                          "127.000.0.1",
+                          "0127.0.0.1",
+                          "127.0.0.1.",
+                          "127.0.0.256",
+                          "127.0.0",
+                          "127..0.1",
+                          "1270.0.0.1",
+                          "127.0.0.1 ",
+                          "127.0.0.1:",
+                          "localhostx",
+                          ":8787"}) {
     EXPECT_FALSE(is_loopback_host_header(bad)) << bad;
   }
 }
