@@ -34,8 +34,7 @@ void Exchange::commit(std::string_view first, bool done, std::string held) {
   m_record.ttfb = duration_cast<milliseconds>(m_context.mono.now() - m_started);
   m_record.status = status;
   m_record.stream = m_out.streamed();
-  capture_step(t.key, status, nullptr);
-  capture_response_head(head);
+  capture_step(t.key, status, nullptr); // the head only at the end, if the capture is kept
   policy::UsageMeter usage(field_value(head, http::field::content_type),
                            field_value(head, http::field::content_encoding));
   m_phase = Streaming{std::move(t.upstream), t.key, std::move(usage), std::move(held)};
@@ -145,6 +144,9 @@ void Exchange::finish(Downstream::Next next) {
   drop_upstream();
   if (Streaming* s = std::get_if<Streaming>(&m_phase)) {
     count_usage(*s);
+    if (m_capture && m_capture->wanted(m_record)) { // most are not: copy no head for them
+      capture_response_head(s->upstream->head());
+    }
   }
   m_phase = Done{};
   m_watchdog.stop();

@@ -142,6 +142,31 @@ TEST(Capture, ErrorsModeKeepsFailoversAndErrorsButNotAPlainSuccess) {
   EXPECT_EQ(ids(get_json(shim, "/captures?status=400")), (std::vector<std::uint64_t>{2}));
 }
 
+// A stream cut after the commit point is kept in errors mode, with the head
+// its client got: the head is copied only once the capture is known to be
+// kept, at the exchange's end.
+TEST(Capture, ErrorsModeKeepsAStreamCutAfterTheCommitWithItsResponseHead) {
+  FakeUpstream upstream;
+  Scripted stream;
+  stream.headers = {{"Content-Type", "text/event-stream"}, {"X-Request-Id", "req-cut-7"}};
+  stream.pieces = {"data: {\"n\":1}\n\n", "data: {\"n\":2}\n\n"};
+  stream.cut_after_pieces = 1;
+  upstream.push(stream);
+  upstream.push(json(200, R"({"ok":1})"));
+  Shim shim(pool_toml(1), upstream.base_url());             // capture = "errors" by default
+  post(shim, "/v1/chat/completions", R"({"stream":true})"); // cut: the client sees an error
+  ASSERT_TRUE(post(shim, "/v1/chat/completions", "{}"));    // a plain success: not kept
+  util::Json list = get_json(shim, "/captures");
+  ASSERT_EQ(list.find("entries")->items().size(), 1u) << list.dump();
+  util::Json entry = get_json(shim, "/captures/1");
+  EXPECT_EQ(entry.find("status")->as_unsigned(), 200u);
+  EXPECT_FALSE(entry.string_at("error")->empty()) << entry.dump();
+  const util::Json& response = *entry.find("response");
+  EXPECT_NE(response.find("head")->dump().find("req-cut-7"), std::string::npos) << entry.dump();
+  EXPECT_TRUE(response.find("events")->as_bool());
+  EXPECT_EQ(response.string_at("body"), "data: {\"n\":1}\n\n");
+}
+
 TEST(Capture, ErrorsModeKeepsAServerErrorEveryKeyGot) {
   FakeUpstream upstream;
   for (int i = 0; i < 8; ++i) {
