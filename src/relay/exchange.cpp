@@ -51,7 +51,7 @@ Exchange::Exchange(std::shared_ptr<const PoolState> state, const Route& route, C
 }
 
 void Exchange::start() {
-  watch_client();
+  m_timer.arm(m_started + k_client_watch_delay); // the hang-up watch starts then
   // Requests already waiting for this pool's keys go first: one may be
   // free now because a cooldown ended a moment before their timer fires.
   m_context.waits.wake(m_served->config->name);

@@ -35,6 +35,7 @@
 #include "relay/ws_tunnel.hpp"
 #include "util/clock.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -45,6 +46,11 @@ namespace keyshim::relay {
 
 // The size of one relayed piece: the most read from the upstream at once.
 constexpr std::size_t k_piece_size = 64 * 1024;
+
+// When the hang-up watch starts: most exchanges are over before, and a
+// watch costs a system call and two turns of the event loop. A client that
+// hangs up while its request runs longer stops it this much later at most.
+constexpr std::chrono::milliseconds k_client_watch_delay{50};
 
 // The client connection, as a relayed request needs it.
 class Downstream {
@@ -225,7 +231,9 @@ private:
   Watchdog::Kind deadline_kind() const;
   void arm_deadline(milliseconds limit);
   void on_deadline();
+  void arm_alarm(); // for the watchdog's deadline, and for the hang-up watch's start
   void watch_client();
+  void end_client_watch();
   void on_client_readable(const ErrorCode& ec, std::size_t n);
   void cancel(const std::string& why);
   // Leave the current phase's upstream attempt, if any: it reports nothing more.
@@ -246,8 +254,11 @@ private:
   std::shared_ptr<Downstream> m_client;
   RelayContext& m_context;
   MonoTime m_started;
-  bool m_watching_client = false; // a peeking receive is pending on the client socket
-  char m_peeked = 0;              // where it peeks
+  // The hang-up watch: a peeking receive on the client socket, pending while
+  // `on`; `later` until k_client_watch_delay into the exchange.
+  enum class ClientWatch { later, on, off };
+  ClientWatch m_client_watch = ClientWatch::later;
+  char m_peeked = 0; // where it peeks
 
   Phase m_phase = Choosing{};
   // A Responses turn moving to another key: the open tunnel waits in here

@@ -76,15 +76,29 @@ void Exchange::arm_deadline(milliseconds limit) {
   m_timer.arm(m_watchdog.due());
 }
 
-void Exchange::on_alarm() {
-  if (in<Done>() || m_watchdog.kind() == Watchdog::Kind::none) {
-    return; // nothing to wait for until the next arm_deadline
-  }
-  if (!m_watchdog.expired(m_context.mono.now())) {
+// The alarm keeps the earlier of the two times it is armed for.
+void Exchange::arm_alarm() {
+  if (m_watchdog.kind() != Watchdog::Kind::none) {
     m_timer.arm(m_watchdog.due());
+  }
+  if (m_client_watch == ClientWatch::later) {
+    m_timer.arm(m_started + k_client_watch_delay);
+  }
+}
+
+void Exchange::on_alarm() {
+  if (in<Done>()) {
     return;
   }
-  on_deadline();
+  MonoTime now = m_context.mono.now();
+  if (m_client_watch == ClientWatch::later && now >= m_started + k_client_watch_delay) {
+    watch_client();
+  }
+  if (m_watchdog.expired(now)) {
+    on_deadline();
+    return;
+  }
+  arm_alarm(); // early for the deadline, or nothing to wait for until the next arm_deadline
 }
 
 void Exchange::on_deadline() {
@@ -110,23 +124,32 @@ void Exchange::on_deadline() {
 // wait for readability: Asio re-registers the socket with epoll (an
 // epoll_ctl call) for every wait, once per request.
 void Exchange::watch_client() {
-  m_watching_client = true;
+  m_client_watch = ClientWatch::on;
   m_client->socket().async_receive(
       asio::buffer(&m_peeked, 1), tcp::socket::message_peek,
       [self = shared_from_this()](const ErrorCode& ec, std::size_t n) { self->on_client_readable(ec, n); });
 }
 
 void Exchange::on_client_readable(const ErrorCode& ec, std::size_t n) {
-  if (ec == asio::error::operation_aborted || in<Done>() || !m_watching_client) {
+  if (ec == asio::error::operation_aborted || in<Done>() || m_client_watch != ClientWatch::on) {
     return;
   }
   if (!ec && n > 0) {
-    m_watching_client = false; // a pipelined request: the client is still there
+    m_client_watch = ClientWatch::off; // a pipelined request: the client is still there
     return;
   }
   m_record.client_left = true;
   cancel(in<Streaming>() ? "client went away mid-stream"
                          : "client closed the connection before the response started");
+}
+
+// The watch ends for good: the exchange is over, or a tunnel reads the client.
+void Exchange::end_client_watch() {
+  if (m_client_watch == ClientWatch::on) {
+    ErrorCode ignored;
+    m_client->socket().cancel(ignored); // nothing else is pending on it
+  }
+  m_client_watch = ClientWatch::off;
 }
 
 void Exchange::cancel(const std::string& why) {

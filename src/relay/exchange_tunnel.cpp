@@ -69,11 +69,7 @@ void Exchange::open_tunnel() {
     return;
   }
   m_record.ttfb = duration_cast<milliseconds>(m_context.mono.now() - m_started);
-  if (m_watching_client) { // the tunnel reads the client from now on: the hang-up watch ends
-    ErrorCode ignored;
-    m_client->socket().cancel(ignored);
-    m_watching_client = false;
-  }
+  end_client_watch(); // the tunnel reads the client from now on
   auto tunnel = std::make_shared<WsTunnel>(m_client->socket(), std::move(conn), m_context.mono,
                                            m_context.alarms, m_settings->idle_timeout,
                                            std::shared_ptr<WsTunnel::Events>(shared_from_this(), this));

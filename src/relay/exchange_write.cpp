@@ -157,11 +157,7 @@ void Exchange::finish(Downstream::Next next) {
   if (m_capture) {
     keep_capture();
   }
-  if (m_watching_client) {
-    ErrorCode ignored;
-    m_client->socket().cancel(ignored); // ends the hang-up watch; nothing else is pending
-    m_watching_client = false;
-  }
+  end_client_watch();
   m_client->exchange_finished(next);
 }
 

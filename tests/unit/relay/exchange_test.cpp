@@ -282,6 +282,9 @@ TEST_F(ExchangeTest, AClientHangingUpBeforeTheResponseAbandonsTheAttemptAndFrees
   EXPECT_EQ(pool().health(0).in_flight, 1);
   client->pair.close_far();
   client->pair.settle();
+  EXPECT_FALSE(attempt(0).abandoned) << "the watch starts k_client_watch_delay in";
+  alarms.advance(k_client_watch_delay);
+  client->pair.settle();
   EXPECT_TRUE(attempt(0).abandoned) << "an abandoned request still costs tokens upstream";
   EXPECT_EQ(client->finished, Nexts{Downstream::Next::drop});
   EXPECT_EQ(pool().health(0).in_flight, 0);
