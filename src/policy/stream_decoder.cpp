@@ -269,11 +269,16 @@ bool StreamDecoder::feed(std::string_view in, std::string& out, std::size_t max_
   return decode(in, sink);
 }
 
+bool is_identity(std::string_view content_encoding) {
+  std::string_view name = util::trim(content_encoding);
+  return name.empty() || util::iequals(name, "identity");
+}
+
 std::unique_ptr<StreamDecoder> make_decoder(std::string_view content_encoding) {
-  std::string name = util::to_lower(util::trim(content_encoding));
-  if (name.empty() || name == "identity") {
+  if (is_identity(content_encoding)) {
     return std::make_unique<IdentityDecoder>();
   }
+  std::string name = util::to_lower(util::trim(content_encoding));
   if (name == "gzip" || name == "x-gzip") {
     return std::make_unique<ZlibDecoder>(ZlibFormat::gzip);
   }

@@ -42,4 +42,8 @@ public:
 // stacked encodings like "gzip, br": the caller then skips its check.
 std::unique_ptr<StreamDecoder> make_decoder(std::string_view content_encoding);
 
+// Whether `content_encoding` is "" or "identity" (any case, whitespace
+// ignored): a body that needs no decoder.
+bool is_identity(std::string_view content_encoding);
+
 } // namespace keyshim::policy

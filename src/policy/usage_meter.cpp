@@ -84,7 +84,7 @@ struct UsageMeter::Reading final : detail::EventSink {
 
   void on_event(std::string_view data) override { tally.take_event(data); }
 
-  std::unique_ptr<StreamDecoder> decoder;
+  std::unique_ptr<StreamDecoder> decoder; // null: the body is not compressed
   detail::UsageTally tally;
   detail::EventSkimmer events;
   JsonBody json;
@@ -99,8 +99,9 @@ UsageMeter::UsageMeter(std::string_view content_type, std::string_view content_e
     return;
   }
   try {
-    std::unique_ptr<StreamDecoder> decoder = make_decoder(content_encoding);
-    if (decoder) {
+    if (is_identity(content_encoding)) { // most bodies: no decoder to allocate
+      m_reading = std::make_unique<Reading>(kind, nullptr);
+    } else if (std::unique_ptr<StreamDecoder> decoder = make_decoder(content_encoding)) {
       m_reading = std::make_unique<Reading>(kind, std::move(decoder));
     }
   } catch (const std::exception&) {
@@ -120,7 +121,11 @@ void UsageMeter::feed(std::string_view piece) noexcept {
   // (only std::bad_alloc is possible) may leave it. Giving up costs only the
   // counts of this one response.
   try {
-    if (!m_reading->decoder->decode(piece, *m_reading->body)) {
+    if (!m_reading->decoder) {
+      if (!piece.empty()) {
+        m_reading->body->take(piece);
+      }
+    } else if (!m_reading->decoder->decode(piece, *m_reading->body)) {
       m_reading->corrupt = true;
     }
   } catch (const std::exception&) {

@@ -7,7 +7,7 @@ namespace keyshim::relay {
 using namespace std::chrono;
 
 AttemptPlan::AttemptPlan(std::size_t keys, int max_attempts)
-    : m_excluded(keys, false), m_retried(keys, false), m_cooled(keys, false), m_max_attempts(max_attempts) {
+    : m_excluded(keys, false), m_max_attempts(max_attempts) {
 }
 
 void AttemptPlan::begin() {
@@ -46,6 +46,8 @@ bool AttemptPlan::drop_repeat() {
 }
 
 void AttemptPlan::after_failure(std::size_t index, policy::Action action, bool cooled) {
+  m_retried.resize(m_excluded.size(), false); // allocated by the first failure: most requests have none
+  m_cooled.resize(m_excluded.size(), false);
   if (action == policy::Action::retry_same_key && !m_retried[index]) {
     m_retried[index] = true;
     m_repeat = index;
@@ -69,9 +71,9 @@ void AttemptPlan::rekey(const pool::KeyPool& from, const pool::KeyPool& to) {
     for (std::size_t j = 0; j < to.size(); ++j) {
       if (to.fingerprint(j) == fingerprint) {
         excluded[j] = m_excluded[i];
-        retried[j] = m_retried[i];
-        cooled[j] = m_cooled[i];
-        renewed[j] = i < m_renewed.size() && m_renewed[i];
+        retried[j] = is_set(m_retried, i);
+        cooled[j] = is_set(m_cooled, i);
+        renewed[j] = is_set(m_renewed, i);
         repeat = m_repeat == i ? std::optional<std::size_t>(j) : repeat;
         if (m_renewal && m_renewal->key == i) {
           renewal = Renewal{j, m_renewal->until};

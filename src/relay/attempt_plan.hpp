@@ -45,7 +45,7 @@ public:
 
   // ---- a key_cmd key's token refused with 401 (docs/behaviour.md §5)
   // Whether key `index` may still get a new token for this request: once.
-  bool may_renew(std::size_t index) const { return index >= m_renewed.size() || !m_renewed[index]; }
+  bool may_renew(std::size_t index) const { return !is_set(m_renewed, index); }
   // Key `index` runs its command for a new token: the next attempt is on
   // that key, waiting for the token until `until`, and it does not count
   // against max_attempts. No new token by then: the key is excluded.
@@ -94,7 +94,7 @@ public:
   bool readmit_cooled() {
     bool any = false;
     for (std::size_t i = 0; i < m_excluded.size(); ++i) {
-      if (m_excluded[i] && m_cooled[i]) {
+      if (m_excluded[i] && is_set(m_cooled, i)) {
         m_excluded[i] = false;
         m_cooled[i] = false;
         any = true;
@@ -112,9 +112,12 @@ public:
   }
 
 private:
+  // Flags allocated when first needed (a failure, a renewal): unset until then.
+  static bool is_set(const std::vector<bool>& flags, std::size_t i) { return i < flags.size() && flags[i]; }
+
   std::vector<bool> m_excluded;
-  std::vector<bool> m_retried; // keys already repeated once
-  std::vector<bool> m_cooled;  // excluded keys whose failure cooled them
+  std::vector<bool> m_retried; // keys already repeated once (empty until a failure)
+  std::vector<bool> m_cooled;  // excluded keys whose failure cooled them (empty until a failure)
   std::vector<bool> m_only;    // mask() while one key is repeated: every key but that one
   std::optional<std::size_t> m_repeat;
   struct Renewal {

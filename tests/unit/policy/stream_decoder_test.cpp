@@ -51,6 +51,15 @@ std::string decode_in_pieces(const Encoding& encoding, std::string_view encoded,
   return out;
 }
 
+TEST(StreamDecoder, OnlyNoEncodingOrIdentityIsIdentity) {
+  for (const char* name : {"", " ", "identity", "IDENTITY", " Identity\t"}) {
+    EXPECT_TRUE(is_identity(name)) << '"' << name << '"';
+  }
+  for (const char* name : {"gzip", "identity, gzip", "identityx", "br", "x-identity"}) {
+    EXPECT_FALSE(is_identity(name)) << name;
+  }
+}
+
 TEST(StreamDecoder, EveryEncodingDecodesAnEventStreamExactly) {
   for (const Encoding& encoding : k_encodings) {
     SCOPED_TRACE(encoding.name);
