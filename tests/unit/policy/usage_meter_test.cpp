@@ -1,6 +1,7 @@
 // Reading token usage from each API's responses, streamed and not, and staying
 // unknown, never wrong, for anything else.
 #include "policy/usage_meter.hpp"
+#include "policy/usage_tally.hpp"
 
 #include "usage_fixtures.hpp"
 
@@ -31,6 +32,18 @@ std::string anthropic_events(const std::string& start_usage, const std::string& 
          "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},"
          "\"usage\":" +
          delta_usage + "}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+}
+
+TEST(UsageObject, IsAMemberNamedUsageOrUsageMetadataWhoseValueIsAnObject) {
+  for (const char* yes : {R"({"usage":{"input_tokens":1}})", R"({"a":1, "usage" :  {}})",
+                          R"({"usageMetadata":{"promptTokenCount":2}})", R"("usage":{)"}) {
+    EXPECT_TRUE(detail::has_usage_object(yes)) << yes;
+  }
+  for (const char* no : {R"({"usage":null})", R"({"xusage":{}})", R"({"usages":{}})", R"(usage":{})",
+                         R"({"text":"the usage","b":{}})", R"({"text":"usage \"usage\":{"})", "", R"("usage)",
+                         R"({"usageMetadata":[]})"}) {
+    EXPECT_FALSE(detail::has_usage_object(no)) << no;
+  }
 }
 
 TEST(UsageMeter, OpenAiChatStreamTakesTheLastChunksUsageWhenIncludeUsageWasAsked) {
