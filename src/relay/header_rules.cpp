@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 
 namespace keyshim::relay {
 namespace {
@@ -124,15 +125,25 @@ Role role_of(const http::fields::value_type& field) {
   return is_replay_control(name) ? Role::replay_control : Role::plain;
 }
 
-std::string host_field(const config::UpstreamUrl& url) {
+// The Host field's value, written into the head: the upstream's host, and
+// its port unless it is the scheme's default. No string of its own: this
+// runs for every request.
+void append_host(std::string& out, const config::UpstreamUrl& url) {
   bool default_port = (url.tls() && url.port == 443) || (!url.tls() && url.port == 80);
   bool v6 = url.host.find(':') != std::string::npos;
-  std::string host = v6 ? "[" + url.host + "]" : url.host;
-  if (!default_port) { // appended, not fmt::format: this runs for every request
-    host += ':';
-    host += std::to_string(url.port);
+  if (v6) {
+    out += '[';
   }
-  return host;
+  out += url.host;
+  if (v6) {
+    out += ']';
+  }
+  if (!default_port) {
+    std::array<char, 8> digits{};
+    auto [end, ec] = std::to_chars(digits.data(), digits.data() + digits.size(), url.port);
+    out += ':';
+    out.append(digits.data(), ec == std::errc() ? end : digits.data());
+  }
 }
 
 void append_auth(std::string& head, const config::Auth& auth, const std::string& key) {
@@ -255,7 +266,7 @@ std::string upstream_head(const http::request_header<>& client, std::string_view
   std::string head;
   head.reserve(k_head_reserve);
   util::append_request_line(head, client.method_string(), target);
-  util::append_field(head, "Host", host_field(key.base_url));
+  util::append_field(head, "Host", [&](std::string& out) { append_host(out, key.base_url); });
   const bool connection_lists = has_connection_field(client);
   const bool websocket = is_websocket_upgrade(client);
   for (const auto& field : client) {
