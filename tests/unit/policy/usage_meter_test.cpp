@@ -1,7 +1,6 @@
 // Reading token usage from each API's responses, streamed and not, and staying
 // unknown, never wrong, for anything else.
 #include "policy/usage_meter.hpp"
-#include "policy/usage_tally.hpp"
 
 #include "usage_fixtures.hpp"
 
@@ -34,15 +33,19 @@ std::string anthropic_events(const std::string& start_usage, const std::string& 
          delta_usage + "}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
 }
 
-TEST(UsageObject, IsAMemberNamedUsageOrUsageMetadataWhoseValueIsAnObject) {
-  for (const char* yes : {R"({"usage":{"input_tokens":1}})", R"({"a":1, "usage" :  {}})",
-                          R"({"usageMetadata":{"promptTokenCount":2}})", R"("usage":{)"}) {
-    EXPECT_TRUE(detail::has_usage_object(yes)) << yes;
-  }
-  for (const char* no : {R"({"usage":null})", R"({"xusage":{}})", R"({"usages":{}})", R"(usage":{})",
-                         R"({"text":"the usage","b":{}})", R"({"text":"usage \"usage\":{"})", "", R"("usage)",
-                         R"({"usageMetadata":[]})"}) {
-    EXPECT_FALSE(detail::has_usage_object(no)) << no;
+TEST(UsageMeter, CountsAMemberNamedUsageOrUsageMetadataWhateverTheSpacingAroundIt) {
+  EXPECT_EQ(meter_whole(k_json, R"({"a":1, "usage" :  {"input_tokens":3,"output_tokens":4}})"),
+            (Usage{3, 4}));
+  EXPECT_EQ(meter_whole(k_json, R"({"usage":{"prompt_tokens":5,"completion_tokens":6}})"), (Usage{5, 6}));
+  EXPECT_EQ(meter_whole(k_json, R"({"usageMetadata":{"promptTokenCount":2,"candidatesTokenCount":7}})"),
+            (Usage{2, 7}));
+}
+
+TEST(UsageMeter, StaysUnknownForTextThatMerelyMentionsUsage) {
+  for (const char* body :
+       {R"({"usage":null})", R"({"xusage":{"input_tokens":1}})", R"({"usages":{"input_tokens":1}})",
+        R"({"text":"usage \"usage\":{\"input_tokens\":1}"})", R"({"usageMetadata":[]})", "", R"("usage)"}) {
+    EXPECT_EQ(meter_whole(k_json, body), k_unknown) << body;
   }
 }
 
