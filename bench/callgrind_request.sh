@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# keyshim's instructions per keep-alive request, counted by callgrind: the
+# slope between a run of FEW and a run of MANY `GET /json` requests, one at a
+# time on one connection, so that start-up and shutdown cancel out.
+# Deterministic where CPU-seconds are not (a shared 2-core VM moves those by
+# a fifth; the same binary gives the same count within a few instructions).
+#
+#   bench/callgrind_request.sh KEYSHIM LOADGEN MOCK [FEW=200] [MANY=1200]
+#
+# With NGINX=1, nginx (one worker, master_process off) is counted the same
+# way instead of KEYSHIM, on the configuration sidebyside.sh gives it.
+set -euo pipefail
+keyshim=$1 loadgen=$2 mock=$3 few=${4:-200} many=${5:-1200}
+work=$(mktemp -d "${TMPDIR:-/tmp}/keyshim-cgr.XXXXXX")
+export XDG_STATE_HOME="$work/state"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+"$mock" --max-seconds 900 >"$work/mock.out" 2>"$work/mock.err" &
+pids+=("$!")
+for _ in $(seq 1 50); do grep -q '^port=' "$work/mock.out" 2>/dev/null && break; sleep 0.1; done
+mock_port=$(sed -n 's/^port=//p' "$work/mock.out")
+(
+  umask 077
+  printf '[upstream]\nbase_url = "http://127.0.0.1:%s"\nauth = "bearer"\n\n[[keys]]\nlabel = "k0"\nkey = "sk-bench-0"\n' \
+    "$mock_port" >"$work/pool.toml"
+)
+
+# count N: total instructions of one proxy run that served N requests.
+count() {
+  local n=$1 port out="$work/cg.$1" pid
+  port=$("$loadgen" freeport)
+  if [[ -n ${NGINX:-} ]]; then
+    mkdir -p "$work/ng/logs"
+    cat >"$work/ng/nginx.conf" <<NGINX
+daemon off; master_process off; worker_processes 1; error_log stderr error; pid $work/ng/nginx.pid;
+$( ((EUID == 0)) && echo 'user root;')
+events { worker_connections 1024; }
+http { access_log off; proxy_buffering off;
+  upstream up { server 127.0.0.1:$mock_port; keepalive 64; }
+  server { listen 127.0.0.1:$port;
+    location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection "";
+      proxy_set_header Authorization "Bearer sk-bench-0"; } } }
+NGINX
+    valgrind --tool=callgrind --callgrind-out-file="$out" nginx -p "$work/ng" -c "$work/ng/nginx.conf" \
+      2>"$work/vg.err" &
+  else
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$keyshim" serve -c "$work/pool.toml" \
+      --listen "127.0.0.1:$port" -q 2>"$work/vg.err" &
+  fi
+  pid=$!
+  "$loadgen" wait --port "$port" --timeout 60 >/dev/null
+  "$loadgen" seq --port "$port" --path /json --count "$n" --warmup 0 >"$work/seq.$n"
+  kill -TERM "$pid"
+  wait "$pid" || true
+  callgrind_annotate "$out" 2>/dev/null | sed -n 's/^\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,
+}
+a=$(count "$few")
+b=$(count "$many")
+echo "few=$few ir=$a many=$many ir=$b ir_per_request=$(((b - a) / (many - few)))"
