@@ -237,6 +237,29 @@ void print_failover(const util::Json& status) {
              "to it.\n\n");
 }
 
+// Step 4 of the demo: one streamed request through the failover, a second
+// pool's request, then what keyshim learned about each key and logged. False
+// (with the reason on stderr) when anything of it failed.
+bool show_failover(const config::ListenAddress& bound, LogHold& held_log) {
+  try {
+    stream_one_completion(bound);
+    ask_second_pool(bound);
+    held_log.wait_for(std::string("POST ") + k_team_path, 2s);
+    StatusAnswer answer = fetch_status(InstanceAddress{bound, "", ""});
+    if (!answer.ok()) {
+      throw std::runtime_error(answer.error);
+    }
+    print_failover(*answer.json);
+    fmt::print("keyshim logged:\n{}\n", indented(held_log.release()));
+    fmt::print("keyshim status --listen {}\n{}\n", bound.text(),
+               render_status_table(*answer.json, stdout_wants_colour()));
+    return true;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "keyshim: error: {}\n{}", e.what(), held_log.release());
+    return false;
+  }
+}
+
 int run_demo(const DemoFlags& flags) {
   // 1. Signals first, before any thread exists: Ctrl-C is handled by the
   //    SignalWatcher, which drains keyshim like `serve` does.
@@ -274,23 +297,7 @@ int run_demo(const DemoFlags& flags) {
   std::thread serving([&shim] { shim->serve(); });
 
   // 4. One streamed request, then what keyshim learned about each key.
-  bool ok = false;
-  try {
-    stream_one_completion(bound);
-    ask_second_pool(bound);
-    held_log.wait_for(std::string("POST ") + k_team_path, 2s);
-    StatusAnswer answer = fetch_status(InstanceAddress{bound, "", ""});
-    if (!answer.ok()) {
-      throw std::runtime_error(answer.error);
-    }
-    print_failover(*answer.json);
-    fmt::print("keyshim logged:\n{}\n", indented(held_log.release()));
-    fmt::print("keyshim status --listen {}\n{}\n", address,
-               render_status_table(*answer.json, stdout_wants_colour()));
-    ok = true;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "keyshim: error: {}\n{}", e.what(), held_log.release());
-  }
+  bool ok = show_failover(bound, held_log);
 
   // 5. Keep serving for curl until Ctrl-C, unless asked to stop here.
   if (ok && !flags.once) {

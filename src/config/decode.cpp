@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 
 namespace keyshim::config {
@@ -223,49 +224,33 @@ bool is_env_name(const std::string& name) {
   return std::regex_match(name, k_name);
 }
 
+// A parser's answer: its value, or the error it wrote.
+template <class T> Decoded parsed(std::optional<T> value, const std::string& error) {
+  return value ? ok(std::move(*value)) : fail(error);
+}
+
 Decoded decode_string_kind(const Setting& setting, const std::string& text) {
   std::string error;
   switch (setting.type) {
   case SettingType::listen:
-    if (auto address = parse_listen_address(text, error)) {
-      return ok(*address);
-    }
-    return fail(error);
+    return parsed(parse_listen_address(text, error), error);
   case SettingType::url:
-    if (auto url = parse_upstream_url(text, error)) {
-      return ok(*url);
-    }
-    return fail(error);
+    return parsed(parse_upstream_url(text, error), error);
   case SettingType::auth:
-    if (auto auth = parse_auth(text, error)) {
-      return ok(*auth);
-    }
-    return fail(error);
+    return parsed(parse_auth(text, error), error);
   case SettingType::proxy:
-    if (auto proxy = parse_proxy_setting(text, error)) {
-      return ok(std::move(*proxy));
-    }
-    return fail(error);
+    return parsed(parse_proxy_setting(text, error), error);
   case SettingType::strategy:
-    if (auto strategy = parse_strategy(text, error)) {
-      return ok(*strategy);
-    }
-    return fail(error);
+    return parsed(parse_strategy(text, error), error);
   case SettingType::capture:
-    if (auto mode = parse_capture_mode(text, error)) {
-      return ok(*mode);
-    }
-    return fail(error);
+    return parsed(parse_capture_mode(text, error), error);
   case SettingType::time_of_day:
     if (auto minutes = parse_time_of_day(text)) {
       return ok(std::int64_t{*minutes});
     }
     return fail(fmt::format("must be a time of day \"HH:MM\" from \"00:00\" to \"23:59\", not \"{}\"", text));
   case SettingType::day_zone:
-    if (auto zone = parse_day_zone(text, error)) {
-      return ok(*zone);
-    }
-    return fail(error);
+    return parsed(parse_day_zone(text, error), error);
   case SettingType::secret:
     if (std::string problem = key_material_problem(text); !problem.empty()) {
       return fail(problem);
