@@ -20,15 +20,9 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-"$mock" --max-seconds 900 >"$work/mock.out" 2>"$work/mock.err" &
-pids+=("$!")
-for _ in $(seq 1 50); do grep -q '^port=' "$work/mock.out" 2>/dev/null && break; sleep 0.1; done
-mock_port=$(sed -n 's/^port=//p' "$work/mock.out")
-(
-  umask 077
-  printf '[upstream]\nbase_url = "http://127.0.0.1:%s"\nauth = "bearer"\n\n[[keys]]\nlabel = "k0"\nkey = "sk-bench-0"\n' \
-    "$mock_port" >"$work/pool.toml"
-)
+# shellcheck source=bench/mock_pool.sh
+source "$(dirname "$0")/mock_pool.sh"
+start_mock_pool "$mock" 900 "$work"
 
 # count N: total instructions of one proxy run that served N requests.
 count() {

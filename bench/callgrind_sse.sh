@@ -24,15 +24,9 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-"$mock" --max-seconds 600 >"$work/mock.out" 2>"$work/mock.err" &
-pids+=("$!")
-for _ in $(seq 1 50); do grep -q '^port=' "$work/mock.out" 2>/dev/null && break; sleep 0.1; done
-mock_port=$(sed -n 's/^port=//p' "$work/mock.out")
-(
-  umask 077
-  printf '[upstream]\nbase_url = "http://127.0.0.1:%s"\nauth = "bearer"\n\n[[keys]]\nlabel = "k0"\nkey = "sk-bench-0"\n' \
-    "$mock_port" >"$work/pool.toml"
-)
+# shellcheck source=bench/mock_pool.sh
+source "$(dirname "$0")/mock_pool.sh"
+start_mock_pool "$mock" 600 "$work"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "$keyshim" serve -c "$work/pool.toml" \
   --listen "127.0.0.1:$port" -q 2>"$work/vg.err" &
