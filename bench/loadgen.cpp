@@ -32,6 +32,7 @@
 // This file: the command line's dispatch and the helper modes (freeport,
 // wait, procinfo) and ws; the engine and the other modes are in loadgen_*
 // files (loadgen_modes.hpp lists them).
+#include "bench_net.hpp"
 #include "bench_proc.hpp"
 #include "bench_tls.hpp"
 #include "loadgen_modes.hpp"
@@ -56,9 +57,7 @@ namespace {
 
 int cmd_freeport() {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in addr = loopback_v4(0);
   socklen_t len = sizeof addr;
   if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
       getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
@@ -74,10 +73,7 @@ int cmd_wait(const Options& o) {
   uint64_t deadline = now_ns() + static_cast<uint64_t>(o.timeout * 1e9);
   while (now_ns() < deadline) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(o.port));
+    sockaddr_in addr = loopback_v4(o.port);
     int rc = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
     close(fd);
     if (rc == 0) {

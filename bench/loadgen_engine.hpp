@@ -5,6 +5,7 @@
 // it hears what happens on the connections and decides what comes next.
 // Everything here is inline, as it was when the load driver was one file:
 // each mode's translation unit compiles the whole per-request path.
+#include "bench_net.hpp"
 #include "bench_tls.hpp"
 #include "loadgen_http.hpp"
 
@@ -113,10 +114,7 @@ public:
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(m_port));
+    sockaddr_in addr = loopback_v4(m_port);
     int rc = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
     if (rc != 0 && errno != EINPROGRESS) {
       close(fd);

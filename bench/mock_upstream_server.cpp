@@ -5,6 +5,7 @@
 // timerfd, armed for the earliest of them.
 #include "mock_upstream_server.hpp"
 
+#include "bench_net.hpp"
 #include "mock_upstream_conn.hpp"
 #include "mock_upstream_request.hpp"
 #include "mock_upstream_routes.hpp"
@@ -243,10 +244,7 @@ int listen_loopback(int port) {
   int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   int one = 1;
   setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
+  sockaddr_in addr = loopback_v4(port);
   if (bind(lfd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(lfd, 65535) != 0) {
     fprintf(stderr, "mock_upstream: cannot listen on 127.0.0.1:%d: %s\n", port, strerror(errno));
     return -1;

@@ -4,6 +4,8 @@
 // library and POSIX.
 #pragma once
 
+#include "bench_net.hpp"
+
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -184,6 +186,19 @@ inline void set_timeouts(int fd, int seconds) {
   timeval tv{seconds, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+// A blocking connection to 127.0.0.1:port whose reads and writes give up
+// after timeout_s; -1 when it cannot connect.
+inline int connect_loopback(int port, int timeout_s) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr = loopback_v4(port);
+  set_timeouts(fd, timeout_s);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 } // namespace soak

@@ -86,22 +86,18 @@ bool KeyBook::retired_before(const std::string& key_id, std::int64_t served_at_n
 }
 
 long long config_generation(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  set_timeouts(fd, 5);
+  int fd = connect_loopback(port, 5);
   std::string got;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      write_all(fd, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")) {
+  if (fd >= 0 && write_all(fd, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")) {
     char buf[16384];
     ssize_t n = 0;
     while (got.size() < (1u << 22) && (n = ::recv(fd, buf, sizeof(buf), 0)) > 0) {
       got.append(buf, static_cast<std::size_t>(n));
     }
   }
-  ::close(fd);
+  if (fd >= 0) {
+    ::close(fd);
+  }
   constexpr std::string_view k_name = "\nkeyshim_config_generation ";
   auto at = got.find(k_name);
   return at == std::string::npos ? -1 : std::atoll(got.c_str() + at + k_name.size());

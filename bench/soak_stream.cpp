@@ -129,20 +129,6 @@ bool read_body(Reader& r, const Head& head, std::string& body, std::uint64_t lim
   return false;
 }
 
-int connect_loopback(int port, int timeout_s) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  set_timeouts(fd, timeout_s);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 std::string request_for(const StreamPlan& plan, int port) {
   std::string body = R"({"model":"soak-m)" + std::to_string(plan.seed % 3) + R"(","stream":true})";
   std::size_t declared = body.size();

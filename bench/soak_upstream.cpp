@@ -8,6 +8,7 @@
 //   bench_soak_upstream [--port N] [--gap-ms G] [--stall-ms S] [--max-seconds T]
 // prints "port=N" once listening; exits on SIGTERM/SIGINT, when its parent
 // dies, or after --max-seconds.
+#include "bench_net.hpp"
 #include "soak_common.hpp"
 #include "soak_upstream_ws.hpp"
 
@@ -300,10 +301,7 @@ int listen_loopback(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in addr = loopback_v4(port);
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 1024) != 0) {
     std::perror("soak upstream: bind/listen on 127.0.0.1");
     std::exit(1);
