@@ -29,17 +29,7 @@ count() {
   local n=$1 port out="$work/cg.$1" pid
   port=$("$loadgen" freeport)
   if [[ -n ${NGINX:-} ]]; then
-    mkdir -p "$work/ng/logs"
-    cat >"$work/ng/nginx.conf" <<NGINX
-daemon off; master_process off; worker_processes 1; error_log stderr error; pid $work/ng/nginx.pid;
-$( ((EUID == 0)) && echo 'user root;')
-events { worker_connections 1024; }
-http { access_log off; proxy_buffering off;
-  upstream up { server 127.0.0.1:$mock_port; keepalive 64; }
-  server { listen 127.0.0.1:$port;
-    location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection "";
-      proxy_set_header Authorization "Bearer sk-bench-0"; } } }
-NGINX
+    write_nginx_conf "$work/ng" "$port"
     valgrind --tool=callgrind --callgrind-out-file="$out" nginx -p "$work/ng" -c "$work/ng/nginx.conf" \
       2>"$work/vg.err" &
   else

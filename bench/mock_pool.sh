@@ -1,9 +1,12 @@
 # shellcheck shell=bash
 # Sourced by the callgrind scripts: starts a bench_mock_upstream and writes a
-# one-key pool for it into a folder the caller owns and removes.
+# one-key pool for it into a folder the caller owns and removes, and the
+# nginx configuration that proxies to the same mock the same way.
 #
 #   start_mock_pool MOCK SECONDS DIR  # sets mock_port; writes DIR/pool.toml;
 #                                     # appends the mock's pid to pids
+#   write_nginx_conf DIR PORT         # writes DIR/nginx.conf: one worker,
+#                                     # master_process off, listening on PORT
 start_mock_pool() {
   local mock=$1 seconds=$2 dir=$3
   "$mock" --max-seconds "$seconds" >"$dir/mock.out" 2>"$dir/mock.err" &
@@ -15,4 +18,19 @@ start_mock_pool() {
     printf '[upstream]\nbase_url = "http://127.0.0.1:%s"\nauth = "bearer"\n\n[[keys]]\nlabel = "k0"\nkey = "sk-bench-0"\n' \
       "$mock_port" >"$dir/pool.toml"
   )
+}
+
+write_nginx_conf() {
+  local dir=$1 port=$2
+  mkdir -p "$dir/logs"
+  cat >"$dir/nginx.conf" <<NGINX
+daemon off; master_process off; worker_processes 1; error_log stderr error; pid $dir/nginx.pid;
+$( ((EUID == 0)) && echo 'user root;')
+events { worker_connections 1024; }
+http { access_log off; proxy_buffering off;
+  upstream up { server 127.0.0.1:$mock_port; keepalive 64; }
+  server { listen 127.0.0.1:$port;
+    location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection "";
+      proxy_set_header Authorization "Bearer sk-bench-0"; } } }
+NGINX
 }

@@ -156,6 +156,7 @@ void UpstreamAttempt::on_piece(unsigned generation, const ErrorCode& error) {
       n += parse_buffered();
     }
     piece = std::string_view(m_pieces, n);
+    m_conn->note_body_piece(n);
   }
   bool done = m_parser->is_done();
   if (n == 0 && !done) {

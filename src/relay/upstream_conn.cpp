@@ -49,7 +49,7 @@ UpstreamConn::UpstreamConn(Executor ex, std::string origin, std::shared_ptr<ssl:
   if (m_context) {
     m_tls = std::make_unique<TlsStream>(ex, *m_context);
   }
-  m_buffer.reserve(16 * 1024);
+  m_buffer.reserve(k_read_bytes);
 }
 
 void UpstreamConn::connect(const config::UpstreamUrl& url, ConnectDone done) {
@@ -174,6 +174,19 @@ std::size_t UpstreamConn::read_received() {
   }
   m_buffer.commit(static_cast<std::size_t>(n));
   return static_cast<std::size_t>(n);
+}
+
+// Each read is a recvfrom and its piece a sendmsg to the client, and on a
+// bulk stream the socket always holds more than a read takes: a 16 KiB read
+// of 1 KiB events costs about three times the system calls per byte of a
+// 64 KiB one (strace: 31k recvfrom in 2 s at 0.25 GB/s, against 10k at
+// 0.35 GB/s; CPU per GB -40 %). Only a stream that fills its reads grows
+// its buffer, once: a held stream of small events keeps 16 KiB. A TLS
+// stream reads one record (at most 16 KiB) at a time whatever the room.
+void UpstreamConn::note_body_piece(std::size_t bytes) {
+  if (!m_tls && bytes > m_buffer.capacity() / 2 && m_buffer.capacity() < k_wide_read_bytes) {
+    m_buffer.reserve(k_wide_read_bytes);
+  }
 }
 
 void UpstreamConn::close() {

@@ -19,6 +19,12 @@ namespace keyshim::relay {
 
 enum class ConnectFailure { none, connect, tls };
 
+// How much one read from an upstream may take: every connection's buffer
+// starts with room for k_read_bytes, a fast plain stream's grows to
+// k_wide_read_bytes (Beast reads at most 64 KiB at once).
+inline constexpr std::size_t k_read_bytes = 16 * 1024;
+inline constexpr std::size_t k_wide_read_bytes = 64 * 1024;
+
 // Shared: every pending operation holds the connection alive, so an
 // attempt that is abandoned mid-operation (timeout, hang-up) is safe to drop.
 class UpstreamConn : public std::enable_shared_from_this<UpstreamConn> {
@@ -51,6 +57,10 @@ public:
   // For TLS: the decrypted bytes of records already received, appended to
   // buffer() without waiting for the network; how many (0 for plain).
   std::size_t read_received();
+  // After a body piece of `bytes`: one that took over half of buffer() says
+  // the upstream sends faster than it is relayed, and a plain connection's
+  // later reads may take up to k_wide_read_bytes each (see the .cpp).
+  void note_body_piece(std::size_t bytes);
 
   // Close now: pending operations finish with operation_aborted.
   void close();
