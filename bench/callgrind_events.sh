@@ -18,17 +18,9 @@
 set -euo pipefail
 keyshim=$1 loadgen=$2 mock=$3 few=${4:-50} many=${5:-250}
 streams=4
-work=$(mktemp -d "${TMPDIR:-/tmp}/keyshim-cge.XXXXXX")
-export XDG_STATE_HOME="$work/state"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
 # shellcheck source=bench/mock_pool.sh
 source "$(dirname "$0")/mock_pool.sh"
+start_bench_work cge
 start_mock_pool "$mock" 900 "$work"
 
 # run N OUT PORT: the proxy under its tool, N events per stream through it.

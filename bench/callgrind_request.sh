@@ -11,17 +11,9 @@
 # way instead of KEYSHIM, on the configuration sidebyside.sh gives it.
 set -euo pipefail
 keyshim=$1 loadgen=$2 mock=$3 few=${4:-200} many=${5:-1200}
-work=$(mktemp -d "${TMPDIR:-/tmp}/keyshim-cgr.XXXXXX")
-export XDG_STATE_HOME="$work/state"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
 # shellcheck source=bench/mock_pool.sh
 source "$(dirname "$0")/mock_pool.sh"
+start_bench_work cgr
 start_mock_pool "$mock" 900 "$work"
 
 # count N: total instructions of one proxy run that served N requests.

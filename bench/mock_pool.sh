@@ -1,12 +1,29 @@
 # shellcheck shell=bash
-# Sourced by the callgrind scripts: starts a bench_mock_upstream and writes a
-# one-key pool for it into a folder the caller owns and removes, and the
-# nginx configuration that proxies to the same mock the same way.
+# Sourced by the callgrind scripts: a scratch folder removed at exit with
+# every process started into it, a bench_mock_upstream and a one-key pool
+# for it, and the nginx configuration that proxies to the same mock the
+# same way.
 #
+#   start_bench_work TAG              # sets work (a new folder) and pids=();
+#                                     # at exit: stop_bench_work
+#   stop_bench_work                   # kills $pids, removes $work
 #   start_mock_pool MOCK SECONDS DIR  # sets mock_port; writes DIR/pool.toml;
 #                                     # appends the mock's pid to pids
 #   write_nginx_conf DIR PORT         # writes DIR/nginx.conf: one worker,
 #                                     # master_process off, listening on PORT
+start_bench_work() {
+  work=$(mktemp -d "${TMPDIR:-/tmp}/keyshim-$1.XXXXXX")
+  export XDG_STATE_HOME="$work/state" # keyshim's state file, not the user's
+  pids=()
+  trap stop_bench_work EXIT
+}
+
+stop_bench_work() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+
 start_mock_pool() {
   local mock=$1 seconds=$2 dir=$3
   "$mock" --max-seconds "$seconds" >"$dir/mock.out" 2>"$dir/mock.err" &
