@@ -14,18 +14,16 @@
 # few per cent between runs; the meter's own functions do not.
 set -euo pipefail
 keyshim=$1 mock=$2 size=${3:-1024} events=${4:-20000} batch=${5:-1}
-work=$(mktemp -d "${TMPDIR:-/tmp}/keyshim-cg.XXXXXX")
-export XDG_STATE_HOME="$work/state" # keyshim keeps its state file there, not in the user's
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  [[ -n ${KEEP_CG:-} ]] && cp "$work/cg.out" "$KEEP_CG"
-  rm -rf "$work"
-}
-trap cleanup EXIT
 # shellcheck source=bench/mock_pool.sh
 source "$(dirname "$0")/mock_pool.sh"
+start_bench_work cg
+# KEEP_CG=FILE keeps callgrind's output, written when keyshim has stopped.
+keep_output_then_stop() {
+  stop_bench_processes
+  if [[ -n ${KEEP_CG:-} ]]; then cp "$work/cg.out" "$KEEP_CG"; fi
+  stop_bench_work
+}
+trap keep_output_then_stop EXIT
 start_mock_pool "$mock" 600 "$work"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "$keyshim" serve -c "$work/pool.toml" \

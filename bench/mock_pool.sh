@@ -6,7 +6,8 @@
 #
 #   start_bench_work TAG              # sets work (a new folder) and pids=();
 #                                     # at exit: stop_bench_work
-#   stop_bench_work                   # kills $pids, removes $work
+#   stop_bench_work                   # stop_bench_processes, removes $work
+#   stop_bench_processes              # kills $pids and waits for them
 #   start_mock_pool MOCK SECONDS DIR  # sets mock_port; writes DIR/pool.toml;
 #                                     # appends the mock's pid to pids
 #   write_nginx_conf DIR PORT         # writes DIR/nginx.conf: one worker,
@@ -19,9 +20,13 @@ start_bench_work() {
 }
 
 stop_bench_work() {
+  stop_bench_processes
+  rm -rf "$work"
+}
+
+stop_bench_processes() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  rm -rf "$work"
 }
 
 start_mock_pool() {
