@@ -8,7 +8,9 @@
 #   bench/callgrind_request.sh KEYSHIM LOADGEN MOCK [FEW=200] [MANY=1200]
 #
 # With NGINX=1, nginx (one worker, master_process off) is counted the same
-# way instead of KEYSHIM, on the configuration sidebyside.sh gives it.
+# way instead of KEYSHIM, on the configuration sidebyside.sh gives it. With
+# TLS=1 the upstream is HTTPS (a certificate made for the run), as a real
+# provider's is.
 set -euo pipefail
 keyshim=$1 loadgen=$2 mock=$3 few=${4:-200} many=${5:-1200}
 # shellcheck source=bench/mock_pool.sh

@@ -9,7 +9,9 @@
 #   stop_bench_work                   # stop_bench_processes, removes $work
 #   stop_bench_processes              # kills $pids and waits for them
 #   start_mock_pool MOCK SECONDS DIR  # sets mock_port; writes DIR/pool.toml;
-#                                     # appends the mock's pid to pids
+#                                     # appends the mock's pid to pids. With
+#                                     # TLS=1 the mock is HTTPS, its certificate
+#                                     # made now in DIR (the pool's ca_file)
 #   write_nginx_conf DIR PORT         # writes DIR/nginx.conf: one worker,
 #                                     # master_process off, listening on PORT
 start_bench_work() {
@@ -30,15 +32,27 @@ stop_bench_processes() {
 }
 
 start_mock_pool() {
-  local mock=$1 seconds=$2 dir=$3
-  "$mock" --max-seconds "$seconds" >"$dir/mock.out" 2>"$dir/mock.err" &
+  local mock=$1 seconds=$2 dir=$3 tls=() base extra=
+  if [[ -n ${TLS:-} ]]; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+      -subj /CN=localhost -addext "subjectAltName=DNS:localhost" \
+      -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>"$dir/openssl.err"
+    mock_cert=$dir/cert.pem
+    tls=(--tls "$mock_cert" "$dir/key.pem")
+  fi
+  "$mock" --max-seconds "$seconds" "${tls[@]}" >"$dir/mock.out" 2>"$dir/mock.err" &
   pids+=("$!")
   for _ in $(seq 1 50); do grep -q '^port=' "$dir/mock.out" 2>/dev/null && break; sleep 0.1; done
   mock_port=$(sed -n 's/^port=//p' "$dir/mock.out")
+  base="http://127.0.0.1:$mock_port"
+  if [[ -n ${TLS:-} ]]; then
+    base="https://localhost:$mock_port"
+    extra="ca_file = \"$mock_cert\""
+  fi
   (
     umask 077
-    printf '[upstream]\nbase_url = "http://127.0.0.1:%s"\nauth = "bearer"\n\n[[keys]]\nlabel = "k0"\nkey = "sk-bench-0"\n' \
-      "$mock_port" >"$dir/pool.toml"
+    printf '[upstream]\nbase_url = "%s"\n%s\nauth = "bearer"\n\n[[keys]]\nlabel = "k0"\nkey = "sk-bench-0"\n' \
+      "$base" "$extra" >"$dir/pool.toml"
   )
 }
 
@@ -52,7 +66,9 @@ events { worker_connections 1024; }
 http { access_log off; proxy_buffering off;
   upstream up { server 127.0.0.1:$mock_port; keepalive 64; }
   server { listen 127.0.0.1:$port;
-    location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection "";
-      proxy_set_header Authorization "Bearer sk-bench-0"; } } }
+    location / { proxy_pass http${TLS:+s}://up; proxy_http_version 1.1; proxy_set_header Connection "";
+      proxy_set_header Authorization "Bearer sk-bench-0";
+      $([[ -n ${TLS:-} ]] && echo "proxy_ssl_verify on; proxy_ssl_trusted_certificate $mock_cert;
+      proxy_ssl_name localhost; proxy_ssl_server_name on; proxy_ssl_session_reuse on;") } } }
 NGINX
 }
