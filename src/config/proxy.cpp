@@ -155,7 +155,7 @@ bool read_credentials(std::string_view userinfo, ProxyUrl& url, std::string& err
   return true;
 }
 
-std::string bracket_if_v6(const std::string& host) {
+std::string bracket_proxy_host(const std::string& host) {
   return host.find(':') != std::string::npos ? "[" + host + "]" : host;
 }
 
@@ -232,7 +232,7 @@ bool name_entry_matches(std::string_view name, std::string_view token) {
 } // namespace
 
 std::string ProxyUrl::authority() const {
-  return fmt::format("{}:{}", bracket_if_v6(host), port);
+  return fmt::format("{}:{}", bracket_proxy_host(host), port);
 }
 
 std::string ProxyUrl::text() const {

@@ -44,14 +44,14 @@ bool has_usage_object(std::string_view text) {
   // Searched without its opening quote: a find starts from the needle's first
   // character, and JSON has a quote every few bytes where `u` is rarer.
   constexpr std::string_view k_key = "usage";
-  constexpr std::string_view k_metadata = "Metadata";
+  constexpr std::string_view k_metadata_tail = "Metadata";
   for (std::size_t pos = text.find(k_key); pos != std::string_view::npos; pos = text.find(k_key, pos + 1)) {
     if (pos == 0 || text[pos - 1] != '"') {
       continue;
     }
     std::size_t i = pos + k_key.size();
-    if (text.substr(i, k_metadata.size()) == k_metadata) {
-      i += k_metadata.size();
+    if (text.substr(i, k_metadata_tail.size()) == k_metadata_tail) {
+      i += k_metadata_tail.size();
     }
     if (i >= text.size() || text[i] != '"') {
       continue;

@@ -11,13 +11,13 @@ namespace {
 
 using util::Json;
 
-Json text(std::string_view value) {
+Json status_text(std::string_view value) {
   return Json::make_string(std::string(value));
 }
 
 // A string, or null when it is empty.
 Json text_or_null(std::string_view value) {
-  return value.empty() ? Json() : text(value);
+  return value.empty() ? Json() : status_text(value);
 }
 
 Json counts_json(const pool::Counts& c) {
@@ -58,13 +58,13 @@ Json models_json(const std::vector<pool::ModelHealth>& models, util::TimePoint n
     }
     bool cooling = m.cooling(now);
     Json model;
-    model.add("model", text(m.model))
-        .add("state", text(cooling     ? "cooling"
-                           : m.probing ? "probing"
-                                       : "recovering"))
-        .add("until", cooling ? text(rfc3339_utc(m.until)) : Json())
+    model.add("model", status_text(m.model))
+        .add("state", status_text(cooling     ? "cooling"
+                                  : m.probing ? "probing"
+                                              : "recovering"))
+        .add("until", cooling ? status_text(rfc3339_utc(m.until)) : Json())
         .add("resumes_in_ms", Json::make_number(cooling ? ms_until(m.until, now) : 0))
-        .add("reason", text(m.reason));
+        .add("reason", status_text(m.reason));
     out.push_back(std::move(model));
   }
   return out;
@@ -89,7 +89,7 @@ Json quota_json(const std::optional<pool::KeyQuota>& quota, util::TimePoint now)
     Json kind;
     kind.add("limit", number_or_null(f.limit))
         .add("remaining", number_or_null(f.remaining))
-        .add("reset", f.reset ? text(rfc3339_utc(*f.reset)) : Json())
+        .add("reset", f.reset ? status_text(rfc3339_utc(*f.reset)) : Json())
         .add("resets_in_ms", f.reset ? Json::make_number(std::max(0LL, ms_until(*f.reset, now))) : Json());
     out.add(pool::to_string(static_cast<pool::QuotaKind>(i)), std::move(kind));
   }
@@ -99,7 +99,7 @@ Json quota_json(const std::optional<pool::KeyQuota>& quota, util::TimePoint now)
 Json strings_json(const std::vector<std::string>& items) {
   Json out = Json::make_array();
   for (const std::string& item : items) {
-    out.push_back(text(item));
+    out.push_back(status_text(item));
   }
   return out;
 }
@@ -110,11 +110,11 @@ Json limits_json(const std::vector<pool::LimitUse>& limits, util::TimePoint now)
   Json out = Json::make_array();
   for (const pool::LimitUse& use : limits) {
     Json limit;
-    limit.add("name", text(use.name))
+    limit.add("name", status_text(use.name))
         .add("used", Json::make_number(use.used))
         .add("limit", Json::make_number(use.limit))
-        .add("per", text(use.per))
-        .add("resets", text(rfc3339_utc(use.resets)))
+        .add("per", status_text(use.per))
+        .add("resets", status_text(rfc3339_utc(use.resets)))
         .add("resets_in_ms", Json::make_number(std::max(0LL, ms_until(use.resets, now))));
     out.push_back(std::move(limit));
   }
@@ -141,8 +141,8 @@ Json last_error_json(const std::optional<pool::LastError>& last, util::TimePoint
   }
   Json out;
   out.add("status", last->status == 0 ? Json() : Json::make_number(last->status))
-      .add("reason", text(last->reason))
-      .add("at", text(rfc3339_utc(last->at)))
+      .add("reason", status_text(last->reason))
+      .add("at", status_text(rfc3339_utc(last->at)))
       .add("ago_ms", Json::make_number(std::max(0LL, -ms_until(last->at, now))));
   return out;
 }
@@ -155,8 +155,8 @@ Json token_json(const std::optional<pool::TokenStatus>& token) {
     return Json();
   }
   Json out;
-  out.add("expires", token->expires ? text(rfc3339_utc(*token->expires)) : Json())
-      .add("next_run", token->next_run ? text(rfc3339_utc(*token->next_run)) : Json())
+  out.add("expires", token->expires ? status_text(rfc3339_utc(*token->expires)) : Json())
+      .add("next_run", token->next_run ? status_text(rfc3339_utc(*token->next_run)) : Json())
       .add("refreshes", Json::make_number(token->refreshes))
       .add("error", text_or_null(token->error));
   return out;
@@ -166,12 +166,12 @@ Json key_json(const pool::KeySnapshot& key, util::TimePoint now) {
   const pool::KeyHealth& h = key.health;
   bool cooling = h.state == pool::KeyState::cooling;
   Json out;
-  out.add("label", text(key.label))
-      .add("fingerprint", text(key.fingerprint))
-      .add("upstream", text(key.upstream))
+  out.add("label", status_text(key.label))
+      .add("fingerprint", status_text(key.fingerprint))
+      .add("upstream", status_text(key.upstream))
       .add("serves", serves_json(key.models))
-      .add("state", text(pool::to_string(h.state)))
-      .add("until", cooling ? text(rfc3339_utc(h.until)) : Json())
+      .add("state", status_text(pool::to_string(h.state)))
+      .add("until", cooling ? status_text(rfc3339_utc(h.until)) : Json())
       .add("resumes_in_ms", Json::make_number(cooling ? std::max(0LL, ms_until(h.until, now)) : 0))
       .add("reason", text_or_null(h.reason))
       .add("ok", Json::make_number(h.ok_count))
@@ -243,14 +243,14 @@ std::string health_json(const std::vector<PoolReport>& pools) {
   Json list = Json::make_array();
   for (const PoolReport& pool : pools) {
     Json entry;
-    entry.add("name", text(pool.name))
-        .add("route", text(pool.route))
-        .add("status", text(pool.counts.available > 0 ? "ok" : "unavailable"))
+    entry.add("name", status_text(pool.name))
+        .add("route", status_text(pool.route))
+        .add("status", status_text(pool.counts.available > 0 ? "ok" : "unavailable"))
         .add("keys", counts_json(pool.counts));
     list.push_back(std::move(entry));
   }
   Json out;
-  out.add("status", text(health_word(pools)))
+  out.add("status", status_text(health_word(pools)))
       .add("keys", counts_json(total_counts(pools)))
       .add("pools", std::move(list));
   return out.dump();
@@ -276,9 +276,9 @@ std::string status_json(const std::vector<PoolReport>& pools, util::TimePoint no
       keys.push_back(key_json(key, now));
     }
     Json entry;
-    entry.add("name", text(pool.name))
-        .add("route", text(pool.route))
-        .add("upstream", text(pool.upstream))
+    entry.add("name", status_text(pool.name))
+        .add("route", status_text(pool.route))
+        .add("upstream", status_text(pool.upstream))
         .add("totals", counts_json(pool.counts))
         .add("waiting", Json::make_number(pool.waiting))
         .add("oldest_wait_ms", Json::make_number(pool.oldest_wait.count()))
@@ -286,11 +286,11 @@ std::string status_json(const std::vector<PoolReport>& pools, util::TimePoint no
     list.push_back(std::move(entry));
   }
   Json out;
-  out.add("version", text(k_version))
+  out.add("version", status_text(k_version))
       .add("pid", Json::make_number(info.pid))
       .add("generation", Json::make_number(info.generation))
-      .add("listen", text(info.listen))
-      .add("config", text(info.config_path))
+      .add("listen", status_text(info.listen))
+      .add("config", status_text(info.config_path))
       .add("problem", text_or_null(info.problem))
       .add("totals", counts_json(total_counts(pools)))
       .add("pools", std::move(list))

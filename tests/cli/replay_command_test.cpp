@@ -30,7 +30,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr const char* k_token = "replay-test-token-0001";
+constexpr const char* k_replay_token = "replay-test-token-0001";
 constexpr const char* k_body =
     R"({"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"stream":true})";
 
@@ -63,11 +63,12 @@ std::string plain_body() {
 class ReplayCommand : public ::testing::Test {
 protected:
   void SetUp() override {
-    m_path = m_dir.write("keys.toml",
-                         "[server]\nlisten = \"" + instance.address() + "\"\nclient_token = \"" + k_token +
-                             "\"\n\n[upstream]\nbase_url = \"http://127.0.0.1:9\"\n\n[[keys]]\nlabel = "
-                             "\"k0\"\nkey = \"sk-replay-test-key-0\"\n",
-                         0600);
+    m_path =
+        m_dir.write("keys.toml",
+                    "[server]\nlisten = \"" + instance.address() + "\"\nclient_token = \"" + k_replay_token +
+                        "\"\n\n[upstream]\nbase_url = \"http://127.0.0.1:9\"\n\n[[keys]]\nlabel = "
+                        "\"k0\"\nkey = \"sk-replay-test-key-0\"\n",
+                    0600);
   }
 
   RunOptions options() const {
@@ -84,7 +85,7 @@ protected:
     return keyshim::test::run_binary(args, options());
   }
 
-  FakeInstance instance{k_token};
+  FakeInstance instance{k_replay_token};
   TempDir m_dir;
   std::string m_path;
 };
@@ -105,7 +106,7 @@ TEST_F(ReplayCommand, ResendsTheCapturedRequestWithTheReplayFieldsAndTheClientTo
   EXPECT_EQ(header("keyshim-replay"), "12");
   EXPECT_EQ(sent->headers.count("keyshim-replay"), 1u) << "the capture's own replay field is not copied";
   EXPECT_EQ(header("keyshim-key"), "k1");
-  EXPECT_EQ(header("Authorization"), std::string("Bearer ") + k_token);
+  EXPECT_EQ(header("Authorization"), std::string("Bearer ") + k_replay_token);
   EXPECT_EQ(header("x-custom"), "kept");
   EXPECT_EQ(header("user-agent"), "tool/1.0");
   EXPECT_EQ(header("content-type"), "application/json");
@@ -259,7 +260,7 @@ TEST_F(ReplayCommand, ThroughARealKeyshimTheNamedKeyServesAndTheFieldsStayBehind
   const int port = keyshim::test::unused_loopback_port();
   std::string served = m_dir.write(
       "served.toml",
-      "[server]\nclient_token = \"" + std::string(k_token) + "\"\n\n[upstream]\nbase_url = \"" +
+      "[server]\nclient_token = \"" + std::string(k_replay_token) + "\"\n\n[upstream]\nbase_url = \"" +
           upstream.base_url() +
           "\"\nstrategy = \"round-robin\"\n\n[[keys]]\nlabel = \"k0\"\nkey = "
           "\"sk-replay-test-key-0\"\n\n[[keys]]\nlabel = \"k1\"\nkey = \"sk-replay-test-key-1\"\n",
@@ -288,7 +289,7 @@ TEST_F(ReplayCommand, ThroughARealKeyshimTheNamedKeyServesAndTheFieldsStayBehind
   serve.send_signal(SIGTERM);
   RunResult ended = serve.wait();
   EXPECT_EQ(ended.all_output().find("sk-replay-test-key"), std::string::npos);
-  EXPECT_EQ(ended.all_output().find(k_token), std::string::npos);
+  EXPECT_EQ(ended.all_output().find(k_replay_token), std::string::npos);
 }
 
 // A real `keyshim serve` of keys k0 and k1 on `upstream` (with `capture`
@@ -298,7 +299,7 @@ struct FailedOverServe {
                   const std::string& capture)
       : port(keyshim::test::unused_loopback_port()), listen("127.0.0.1:" + std::to_string(port)),
         path(dir.write("served.toml",
-                       "[server]\nclient_token = \"" + std::string(k_token) +
+                       "[server]\nclient_token = \"" + std::string(k_replay_token) +
                            "\"\n\n[upstream]\nbase_url = \"" + upstream.base_url() + "\"\n" +
                            (capture.empty() ? "" : "capture = \"" + capture + "\"\n") +
                            "\n[[keys]]\nlabel = \"k0\"\nkey = \"sk-replay-test-key-0\"\n\n"
@@ -342,7 +343,7 @@ struct FailedOverServe {
   std::string path;
   ChildProcess serve;
   httplib::Client client;
-  const httplib::Headers auth = {{"Authorization", std::string("Bearer ") + k_token}};
+  const httplib::Headers auth = {{"Authorization", std::string("Bearer ") + k_replay_token}};
 };
 
 RunOptions serve_options(RunOptions options) {

@@ -51,7 +51,7 @@ RunResult run_keyshim(const std::vector<std::string>& args, const RunOptions& op
   return run_binary(argv, options);
 }
 
-bool contains(const std::string& text, const std::string& needle) {
+bool has_text(const std::string& text, const std::string& needle) {
   return text.find(needle) != std::string::npos;
 }
 
@@ -62,14 +62,14 @@ TEST(EnvCommand, PrintsShAssignmentsForTheConfiguredAddressAndClientToken) {
   std::string pool = home.write("keys.toml", k_openai_pool);
   RunResult r = run_keyshim({"env", "-c", pool}, isolated(home));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, "export KEYSHIM_URL='http://127.0.0.1:9911'\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "export OPENAI_BASE_URL='http://127.0.0.1:9911/v1'\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "export OPENAI_API_KEY='shim'\\''token'\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "export KEYSHIM_URL='http://127.0.0.1:9911'\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "export OPENAI_BASE_URL='http://127.0.0.1:9911/v1'\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "export OPENAI_API_KEY='shim'\\''token'\n")) << r.out;
   // An OpenAI pool does not take over Claude Code or gemini-cli.
-  EXPECT_FALSE(contains(r.out, "ANTHROPIC_")) << r.out;
-  EXPECT_FALSE(contains(r.out, "GEMINI")) << r.out;
+  EXPECT_FALSE(has_text(r.out, "ANTHROPIC_")) << r.out;
+  EXPECT_FALSE(has_text(r.out, "GEMINI")) << r.out;
   // The pool's own keys never appear.
-  EXPECT_FALSE(contains(r.all_output(), "sk-test-0123456789abcdef"));
+  EXPECT_FALSE(has_text(r.all_output(), "sk-test-0123456789abcdef"));
 }
 
 TEST(EnvCommand, AnthropicPoolPointsAnthropicToolsAtTheShimWithoutV1) {
@@ -77,9 +77,9 @@ TEST(EnvCommand, AnthropicPoolPointsAnthropicToolsAtTheShimWithoutV1) {
   std::string pool = home.write("keys.toml", k_anthropic_pool);
   RunResult r = run_keyshim({"env", "-c", pool}, isolated(home));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, "export ANTHROPIC_BASE_URL='http://127.0.0.1:9912'\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "export ANTHROPIC_API_KEY='keyshim'\n")) << r.out;
-  EXPECT_FALSE(contains(r.out, "OPENAI_")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "export ANTHROPIC_BASE_URL='http://127.0.0.1:9912'\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "export ANTHROPIC_API_KEY='keyshim'\n")) << r.out;
+  EXPECT_FALSE(has_text(r.out, "OPENAI_")) << r.out;
 }
 
 TEST(EnvCommand, EachToolIsPointedAtItsOwnPool) {
@@ -105,19 +105,19 @@ key = "AIza-env-0003"
 )");
   RunResult r = run_keyshim({"env", "-c", pool}, isolated(home));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, "export KEYSHIM_URL='http://127.0.0.1:9913'\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "export OPENAI_BASE_URL='http://127.0.0.1:9913/openai/v1'\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "export ANTHROPIC_BASE_URL='http://127.0.0.1:9913/anthropic'\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "export GOOGLE_GEMINI_BASE_URL='http://127.0.0.1:9913/gemini'\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "export KEYSHIM_URL='http://127.0.0.1:9913'\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "export OPENAI_BASE_URL='http://127.0.0.1:9913/openai/v1'\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "export ANTHROPIC_BASE_URL='http://127.0.0.1:9913/anthropic'\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "export GOOGLE_GEMINI_BASE_URL='http://127.0.0.1:9913/gemini'\n")) << r.out;
   // aider's variable, Codex's key variable, and what is not a variable.
-  EXPECT_TRUE(contains(r.out, "export OPENAI_API_BASE='http://127.0.0.1:9913/openai/v1'\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "export CODEX_API_KEY='keyshim'\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "export GEMINI_DEFAULT_AUTH_TYPE='gemini-api-key'\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "\n# codex: run `codex -c openai_base_url=http://127.0.0.1:9913/openai/v1`"))
+  EXPECT_TRUE(has_text(r.out, "export OPENAI_API_BASE='http://127.0.0.1:9913/openai/v1'\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "export CODEX_API_KEY='keyshim'\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "export GEMINI_DEFAULT_AUTH_TYPE='gemini-api-key'\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "\n# codex: run `codex -c openai_base_url=http://127.0.0.1:9913/openai/v1`"))
       << r.out;
-  EXPECT_TRUE(contains(r.out, "\n# qwen: run `qwen --auth-type openai`")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "\n# qwen: run `qwen --auth-type openai`")) << r.out;
   for (const char* key : {"sk-env-openai-0001", "sk-ant-env-0002", "AIza-env-0003"}) {
-    EXPECT_FALSE(contains(r.all_output(), key)) << key;
+    EXPECT_FALSE(has_text(r.all_output(), key)) << key;
   }
 }
 
@@ -126,8 +126,8 @@ TEST(EnvCommand, FishSyntax) {
   std::string pool = home.write("keys.toml", k_openai_pool);
   RunResult r = run_keyshim({"env", "-c", pool, "--shell", "fish"}, isolated(home));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, "set -gx OPENAI_BASE_URL 'http://127.0.0.1:9911/v1'\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "set -gx OPENAI_API_KEY 'shim\\'token'\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "set -gx OPENAI_BASE_URL 'http://127.0.0.1:9911/v1'\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "set -gx OPENAI_API_KEY 'shim\\'token'\n")) << r.out;
 }
 
 TEST(EnvCommand, OutputSurvivesEvalInAPosixShell) {
@@ -147,11 +147,11 @@ TEST(EnvCommand, UnusablePoolFileStillPrintsTheDefaultsWithAWarning) {
   TempDir home;
   RunResult r = run_keyshim({"env", "-c", home.path() + "/missing.toml"}, isolated(home));
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_TRUE(contains(r.out, "export OPENAI_BASE_URL='http://127.0.0.1:8787/v1'\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "export ANTHROPIC_BASE_URL='http://127.0.0.1:8787'\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "export GOOGLE_GEMINI_BASE_URL='http://127.0.0.1:8787'\n")) << r.out;
-  EXPECT_TRUE(contains(r.err, "warning")) << r.err;
-  EXPECT_TRUE(contains(r.err, "missing.toml")) << r.err;
+  EXPECT_TRUE(has_text(r.out, "export OPENAI_BASE_URL='http://127.0.0.1:8787/v1'\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "export ANTHROPIC_BASE_URL='http://127.0.0.1:8787'\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "export GOOGLE_GEMINI_BASE_URL='http://127.0.0.1:8787'\n")) << r.out;
+  EXPECT_TRUE(has_text(r.err, "warning")) << r.err;
+  EXPECT_TRUE(has_text(r.err, "missing.toml")) << r.err;
 }
 
 TEST(EnvCommand, UnknownShellIsAUsageError) {
@@ -166,20 +166,20 @@ TEST(ServiceCommand, InstallDryRunPrintsTheUnitAndCommandsAndTouchesNothing) {
   RunResult r = run_keyshim({"service", "install", "--dry-run", "-c", pool}, isolated(home));
   ASSERT_EQ(r.exit_code, 0) << r.err;
 #ifdef __APPLE__
-  EXPECT_TRUE(contains(r.out, "launchctl bootstrap")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "launchctl bootstrap")) << r.out;
 #else
   std::string binary = std::filesystem::canonical(KEYSHIM_BINARY).string();
   std::string unit = home.path() + "/.config/systemd/user/keyshim.service";
-  EXPECT_TRUE(contains(r.out, "==> " + unit + " <==\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "==> " + unit + " <==\n")) << r.out;
   // The pool path has a space, so systemd needs it quoted.
-  EXPECT_TRUE(contains(r.out, "\nExecStart=" + binary + " serve -c \"" + pool + "\"\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "\nsystemctl --user daemon-reload\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "\nExecStart=" + binary + " serve -c \"" + pool + "\"\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "\nsystemctl --user daemon-reload\n")) << r.out;
   // By default systemd owns the pool file's address and starts keyshim on demand.
-  EXPECT_TRUE(contains(r.out, "==> " + home.path() + "/.config/systemd/user/keyshim.socket <==\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "\nListenStream=127.0.0.1:9911\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "\nRequires=keyshim.socket\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "\nsystemctl --user enable keyshim.socket\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "\nsystemctl --user restart keyshim.socket\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "==> " + home.path() + "/.config/systemd/user/keyshim.socket <==\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "\nListenStream=127.0.0.1:9911\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "\nRequires=keyshim.socket\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "\nsystemctl --user enable keyshim.socket\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "\nsystemctl --user restart keyshim.socket\n")) << r.out;
 #endif
   EXPECT_FALSE(std::filesystem::exists(home.path() + "/.config"));
   EXPECT_FALSE(std::filesystem::exists(home.path() + "/Library"));
@@ -191,10 +191,10 @@ TEST(ServiceCommand, InstallNoSocketDryRunIsThePlainServiceStartedAtLogin) {
   RunResult r = run_keyshim({"service", "install", "--no-socket", "--dry-run", "-c", pool}, isolated(home));
   ASSERT_EQ(r.exit_code, 0) << r.err;
 #ifndef __APPLE__
-  EXPECT_FALSE(contains(r.out, "ListenStream=")) << r.out;
-  EXPECT_FALSE(contains(r.out, "Requires=")) << r.out;
-  EXPECT_TRUE(contains(r.out, "\nsystemctl --user enable keyshim.service\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "\nsystemctl --user restart keyshim.service\n")) << r.out;
+  EXPECT_FALSE(has_text(r.out, "ListenStream=")) << r.out;
+  EXPECT_FALSE(has_text(r.out, "Requires=")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "\nsystemctl --user enable keyshim.service\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "\nsystemctl --user restart keyshim.service\n")) << r.out;
 #endif
 }
 
@@ -204,7 +204,7 @@ TEST(ServiceCommand, SocketInstallRefusesAPoolFileWhoseListenHasNoFixedPort) {
       "keys.toml", "[server]\nlisten = \"127.0.0.1:0\"\n\n[[keys]]\nkey = \"sk-test-0123456789abcdef\"\n");
   RunResult r = run_keyshim({"service", "install", "--dry-run", "-c", pool}, isolated(home));
   EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_TRUE(contains(r.err, "--no-socket")) << r.err;
+  EXPECT_TRUE(has_text(r.err, "--no-socket")) << r.err;
 }
 
 TEST(ServiceCommand, InstallBakesInTheAbsolutePathOfARelativePoolFile) {
@@ -214,7 +214,7 @@ TEST(ServiceCommand, InstallBakesInTheAbsolutePathOfARelativePoolFile) {
   options.cwd = home.path();
   RunResult r = run_keyshim({"service", "install", "--dry-run", "-c", "keys.toml"}, options);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, " -c " + home.path() + "/keys.toml")) << r.out;
+  EXPECT_TRUE(has_text(r.out, " -c " + home.path() + "/keys.toml")) << r.out;
 }
 
 TEST(ServiceCommand, InstallRefusesWhileThePoolFileHasProblems) {
@@ -222,16 +222,16 @@ TEST(ServiceCommand, InstallRefusesWhileThePoolFileHasProblems) {
   std::string pool = home.write("keys.toml", "[server]\nlisen = \"127.0.0.1:8787\"\n");
   RunResult r = run_keyshim({"service", "install", "--dry-run", "-c", pool}, isolated(home));
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(contains(r.err, "not installing")) << r.err;
-  EXPECT_TRUE(contains(r.err, "keys.toml:2")) << r.err;
-  EXPECT_FALSE(contains(r.out, "ExecStart=")) << r.out;
+  EXPECT_TRUE(has_text(r.err, "not installing")) << r.err;
+  EXPECT_TRUE(has_text(r.err, "keys.toml:2")) << r.err;
+  EXPECT_FALSE(has_text(r.out, "ExecStart=")) << r.out;
 }
 
 TEST(ServiceCommand, InstallRefusesAMissingPoolFileWithoutDryRunToo) {
   TempDir home;
   RunResult r = run_keyshim({"service", "install", "-c", home.path() + "/nope.toml"}, isolated(home));
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(contains(r.err, "not installing")) << r.err;
+  EXPECT_TRUE(has_text(r.err, "not installing")) << r.err;
   EXPECT_FALSE(std::filesystem::exists(home.path() + "/.config"));
 }
 

@@ -34,8 +34,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr const char* k_key_1 = "sk-status-test-key-one-0001";
-constexpr const char* k_key_2 = "sk-status-test-key-two-0002";
+constexpr const char* k_reload_key_1 = "sk-status-test-key-one-0001";
+constexpr const char* k_reload_key_2 = "sk-status-test-key-two-0002";
 constexpr const char* k_key_3 = "sk-status-test-key-three-0003";
 
 std::string key_entry(const std::string& label, const std::string& key) {
@@ -49,8 +49,8 @@ std::string pool(int port, const std::string& upstream, const std::string& keys,
 }
 
 std::string two_keys() {
-  return key_entry("first", std::string("key = \"") + k_key_1 + "\"") +
-         key_entry("second", std::string("key = \"") + k_key_2 + "\"");
+  return key_entry("first", std::string("key = \"") + k_reload_key_1 + "\"") +
+         key_entry("second", std::string("key = \"") + k_reload_key_2 + "\"");
 }
 
 // A `keyshim serve` child on its own port and pool file, ready once it
@@ -235,7 +235,7 @@ TEST_F(StatusCommand, TableShowsTheLimitsTheProviderReported) {
                                        {"x-ratelimit-reset-requests", "50s"}}));
   ASSERT_EQ(forward_one_request(), 200);
   ASSERT_EQ(forward_one_request(), 200);
-  ASSERT_EQ(m_upstream.seen().at(1).header("Authorization"), std::string("Bearer ") + k_key_2);
+  ASSERT_EQ(m_upstream.seen().at(1).header("Authorization"), std::string("Bearer ") + k_reload_key_2);
 
   RunResult result = run({"status", "-c", m_path});
   ASSERT_EQ(result.exit_code, 0) << result.err;
@@ -254,9 +254,9 @@ TEST_F(StatusCommand, TableShowsTheLimitsTheProviderReported) {
 // Two requests in one clock minute (the test starts one with seconds to
 // spare) reach the first key's limit; the third goes to the second key.
 TEST_F(StatusCommand, TableShowsTheUseAgainstEachOwnLimitAndAKeyAtOneAsCooling) {
-  start("", key_entry("first", std::string("key = \"") + k_key_1 + "\"\nrequests_per_minute = 2\n" +
+  start("", key_entry("first", std::string("key = \"") + k_reload_key_1 + "\"\nrequests_per_minute = 2\n" +
                                    "tokens_per_day = \"2M\"") +
-                key_entry("second", std::string("key = \"") + k_key_2 + "\""));
+                key_entry("second", std::string("key = \"") + k_reload_key_2 + "\""));
   const auto now = std::chrono::system_clock::now();
   if (std::chrono::floor<std::chrono::minutes>(now) + 1min - now < 5s) {
     std::this_thread::sleep_for(6s);

@@ -33,7 +33,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr const char* k_token = "top-test-client-token";
+constexpr const char* k_top_token = "top-test-client-token";
 
 // A `keyshim serve` child with two keys, "first" and "second", behind a
 // client_token, forwarding to a scripted fake upstream.
@@ -44,7 +44,7 @@ protected:
     ASSERT_GT(m_port, 0);
     m_path =
         m_dir.write("keys.toml", "[server]\nlisten = \"" + address() + "\"\ndrain_timeout = \"1s\"\n" +
-                                     "client_token = \"" + k_token + "\"\n\n[upstream]\nbase_url = \"" +
+                                     "client_token = \"" + k_top_token + "\"\n\n[upstream]\nbase_url = \"" +
                                      m_upstream.base_url() + "\"\nconnect_timeout = \"2s\"\n\n" +
                                      "[[keys]]\nlabel = \"first\"\nkey = \"sk-top-test-key-first-0001\"\n" +
                                      "max_concurrent = 3\n\n[[keys]]\nlabel = \"second\"\n" +
@@ -90,7 +90,7 @@ protected:
   int forward_one_request() const {
     httplib::Client client("127.0.0.1", m_port);
     httplib::Result result =
-        client.Post("/v1/chat/completions", {{"Authorization", std::string("Bearer ") + k_token}},
+        client.Post("/v1/chat/completions", {{"Authorization", std::string("Bearer ") + k_top_token}},
                     R"({"messages":[]})", "application/json");
     return result ? result->status : 0;
   }

@@ -9,11 +9,11 @@
 namespace keyshim::test {
 namespace {
 
-Scripted ok() {
+Scripted failover_ok() {
   return json(200, R"({"id":"chatcmpl-1"})");
 }
 
-std::vector<std::string> keys_seen(const FakeUpstream& upstream) {
+std::vector<std::string> failover_keys_seen(const FakeUpstream& upstream) {
   std::vector<std::string> keys;
   for (const SeenRequest& r : upstream.seen()) {
     keys.push_back(r.header("Authorization").substr(7));
@@ -23,13 +23,13 @@ std::vector<std::string> keys_seen(const FakeUpstream& upstream) {
 
 // A request that names no model: every verdict here is the key's (model
 // scopes have their own tests in model_health_test.cpp).
-httplib::Result post(const Shim& shim) {
+httplib::Result failover_post(const Shim& shim) {
   httplib::Client client("127.0.0.1", shim.port());
   client.set_read_timeout(20, 0);
   return client.Post("/v1/chat/completions", R"({"messages":[]})", "application/json");
 }
 
-pool::KeyHealth health(Shim& shim, std::size_t index) {
+pool::KeyHealth failover_health(Shim& shim, std::size_t index) {
   return shim.server().state()->pools.at(0).keys->health(index);
 }
 
@@ -38,13 +38,13 @@ TEST(Failover, RateLimitedKeyCoolsForRetryAfterAndTheNextKeyServes) {
   upstream.push(json(
       429, R"({"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}})",
       {{"Retry-After", "20"}}));
-  upstream.push(ok());
+  upstream.push(failover_ok());
   Shim shim(pool_toml(2), upstream.base_url());
-  auto res = post(shim);
+  auto res = failover_post(shim);
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
-  EXPECT_EQ(keys_seen(upstream), (std::vector<std::string>{test_key(0), test_key(1)}));
-  pool::KeyHealth h = health(shim, 0);
+  EXPECT_EQ(failover_keys_seen(upstream), (std::vector<std::string>{test_key(0), test_key(1)}));
+  pool::KeyHealth h = failover_health(shim, 0);
   EXPECT_EQ(h.state, pool::KeyState::cooling);
   auto left = h.until - std::chrono::system_clock::now();
   EXPECT_GT(left, std::chrono::seconds(15));
@@ -55,20 +55,20 @@ TEST(Failover, CoolingKeyIsSkippedByTheNextRequest) {
   FakeUpstream upstream;
   upstream.push(json(429, "{}", {{"Retry-After", "60"}}));
   Shim shim(pool_toml(2), upstream.base_url());
-  ASSERT_TRUE(post(shim));
-  ASSERT_TRUE(post(shim));
-  EXPECT_EQ(keys_seen(upstream), (std::vector<std::string>{test_key(0), test_key(1), test_key(1)}));
+  ASSERT_TRUE(failover_post(shim));
+  ASSERT_TRUE(failover_post(shim));
+  EXPECT_EQ(failover_keys_seen(upstream), (std::vector<std::string>{test_key(0), test_key(1), test_key(1)}));
 }
 
 TEST(Failover, UnauthorizedKeyIsDisabledUntilReload) {
   FakeUpstream upstream;
   upstream.push(json(401, R"({"error":{"type":"authentication_error","message":"invalid x-api-key"}})"));
-  upstream.push(ok());
+  upstream.push(failover_ok());
   Shim shim(pool_toml(2), upstream.base_url());
-  auto res = post(shim);
+  auto res = failover_post(shim);
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
-  EXPECT_EQ(health(shim, 0).state, pool::KeyState::disabled);
+  EXPECT_EQ(failover_health(shim, 0).state, pool::KeyState::disabled);
 }
 
 TEST(Failover, InsufficientQuotaDisablesTheKey) {
@@ -76,26 +76,26 @@ TEST(Failover, InsufficientQuotaDisablesTheKey) {
   upstream.push(json(
       429,
       R"({"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}})"));
-  upstream.push(ok());
+  upstream.push(failover_ok());
   Shim shim(pool_toml(2), upstream.base_url());
-  ASSERT_EQ(post(shim)->status, 200);
-  EXPECT_EQ(health(shim, 0).state, pool::KeyState::disabled);
+  ASSERT_EQ(failover_post(shim)->status, 200);
+  EXPECT_EQ(failover_health(shim, 0).state, pool::KeyState::disabled);
 }
 
 TEST(Failover, PaymentRequiredDisablesTheKey) {
   FakeUpstream upstream;
   upstream.push(json(402, R"({"error":"payment required"})"));
   Shim shim(pool_toml(2), upstream.base_url());
-  ASSERT_EQ(post(shim)->status, 200);
-  EXPECT_EQ(health(shim, 0).state, pool::KeyState::disabled);
+  ASSERT_EQ(failover_post(shim)->status, 200);
+  EXPECT_EQ(failover_health(shim, 0).state, pool::KeyState::disabled);
 }
 
 TEST(Failover, ForbiddenKeyCoolsAndTheNextServes) {
   FakeUpstream upstream;
   upstream.push(json(403, R"({"error":{"message":"forbidden"}})"));
   Shim shim(pool_toml(2), upstream.base_url());
-  ASSERT_EQ(post(shim)->status, 200);
-  EXPECT_EQ(health(shim, 0).state, pool::KeyState::cooling);
+  ASSERT_EQ(failover_post(shim)->status, 200);
+  EXPECT_EQ(failover_health(shim, 0).state, pool::KeyState::cooling);
 }
 
 class ServerErrors : public ::testing::TestWithParam<int> {};
@@ -105,11 +105,11 @@ TEST_P(ServerErrors, SameKeyOnceMoreThenTheNextKey) {
   upstream.push(json(GetParam(), R"({"error":"busy"})"));
   upstream.push(json(GetParam(), R"({"error":"busy"})"));
   Shim shim(pool_toml(2), upstream.base_url());
-  auto res = post(shim);
+  auto res = failover_post(shim);
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
-  EXPECT_EQ(keys_seen(upstream), (std::vector<std::string>{test_key(0), test_key(0), test_key(1)}));
-  EXPECT_EQ(health(shim, 0).consecutive_failures, 2);
+  EXPECT_EQ(failover_keys_seen(upstream), (std::vector<std::string>{test_key(0), test_key(0), test_key(1)}));
+  EXPECT_EQ(failover_health(shim, 0).consecutive_failures, 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Failover, ServerErrors, ::testing::Values(500, 502, 503, 504, 529));
@@ -120,12 +120,12 @@ TEST_P(RelayedErrors, AreRelayedAsIsAfterOneAttempt) {
   FakeUpstream upstream;
   upstream.push(json(GetParam(), R"({"error":{"message":"nope"}})"));
   Shim shim(pool_toml(2), upstream.base_url());
-  auto res = post(shim);
+  auto res = failover_post(shim);
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, GetParam());
   EXPECT_EQ(res->body, R"({"error":{"message":"nope"}})");
   EXPECT_EQ(upstream.request_count(), 1u);
-  EXPECT_EQ(health(shim, 0).state, pool::KeyState::available);
+  EXPECT_EQ(failover_health(shim, 0).state, pool::KeyState::available);
 }
 
 INSTANTIATE_TEST_SUITE_P(Failover, RelayedErrors, ::testing::Values(400, 404, 413, 422, 501, 505));
@@ -137,11 +137,11 @@ TEST(Failover, ResetBeforeReplyRetriesTheSameKeyOnceThenMovesOn) {
   upstream.push(reset);
   upstream.push(reset);
   Shim shim(pool_toml(2), upstream.base_url());
-  auto res = post(shim);
+  auto res = failover_post(shim);
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
-  EXPECT_EQ(keys_seen(upstream), (std::vector<std::string>{test_key(0), test_key(0), test_key(1)}));
-  EXPECT_EQ(health(shim, 0).state, pool::KeyState::available); // counted, not disabled
+  EXPECT_EQ(failover_keys_seen(upstream), (std::vector<std::string>{test_key(0), test_key(0), test_key(1)}));
+  EXPECT_EQ(failover_health(shim, 0).state, pool::KeyState::available); // counted, not disabled
 }
 
 TEST(Failover, FirstByteTimeoutMovesToTheNextKeyNeverTheSame) {
@@ -150,10 +150,10 @@ TEST(Failover, FirstByteTimeoutMovesToTheNextKeyNeverTheSame) {
   silent.head_delay = std::chrono::seconds(8);
   upstream.push(silent);
   Shim shim(pool_toml(2, "first_byte_timeout = \"300ms\"\n"), upstream.base_url());
-  auto res = post(shim);
+  auto res = failover_post(shim);
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
-  EXPECT_EQ(keys_seen(upstream), (std::vector<std::string>{test_key(0), test_key(1)}));
+  EXPECT_EQ(failover_keys_seen(upstream), (std::vector<std::string>{test_key(0), test_key(1)}));
   EXPECT_TRUE(upstream.wait_for_hangups(1)) << "the silent attempt was not abandoned";
 }
 
@@ -170,11 +170,11 @@ TEST(Failover, ErrorEventAtTheStartOfA200StreamFailsOver) {
   good.pieces = {"event: message_start\ndata: {\"type\":\"message_start\"}\n\n", "data: [DONE]\n\n"};
   upstream.push(good);
   Shim shim(pool_toml(2), upstream.base_url());
-  auto res = post(shim);
+  auto res = failover_post(shim);
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
   EXPECT_EQ(res->body, good.pieces[0] + good.pieces[1]);
-  EXPECT_EQ(health(shim, 0).state, pool::KeyState::cooling);
+  EXPECT_EQ(failover_health(shim, 0).state, pool::KeyState::cooling);
 }
 
 // Found by bench/soak: the last attempt's error event was relayed as an empty
@@ -186,7 +186,7 @@ TEST(Failover, ErrorEventOnTheLastAttemptIsRelayedWithItsEvent) {
   overloaded.pieces = {"data: {\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"};
   upstream.push(overloaded);
   Shim shim(pool_toml(1), upstream.base_url());
-  auto res = post(shim);
+  auto res = failover_post(shim);
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
   EXPECT_EQ(res->body, overloaded.pieces[0]);
@@ -199,7 +199,7 @@ TEST(Failover, MaxAttemptsCapsTheAttemptsAndTheLastErrorIsRelayedRedacted) {
     upstream.push(json(429, R"({"error":{"message":"slow down )" + test_key(i) + R"("}})"));
   }
   Shim shim(pool_toml(4, "max_attempts = 3\n"), upstream.base_url());
-  auto res = post(shim);
+  auto res = failover_post(shim);
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 429);
   EXPECT_EQ(upstream.request_count(), 3u);
@@ -211,7 +211,7 @@ TEST(Failover, OnlyConnectionFailuresGive502NamingTheKeysTried) {
   FakeUpstream upstream; // only to learn a port that is then closed
   std::string dead = "http://127.0.0.1:1";
   Shim shim(pool_toml(2, "connect_timeout = \"1s\"\n"), dead);
-  auto res = post(shim);
+  auto res = failover_post(shim);
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 502);
   EXPECT_NE(res->body.find("\"error\""), std::string::npos);
@@ -223,8 +223,8 @@ TEST(Failover, NoEligibleKeyGives503WithRetryAfter) {
   FakeUpstream upstream;
   upstream.push(json(429, "{}", {{"Retry-After", "120"}}));
   Shim shim(pool_toml(1), upstream.base_url());
-  ASSERT_EQ(post(shim)->status, 429); // the only key: its error is relayed
-  auto res = post(shim);
+  ASSERT_EQ(failover_post(shim)->status, 429); // the only key: its error is relayed
+  auto res = failover_post(shim);
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 503);
   int retry_after = std::stoi(res->get_header_value("Retry-After"));
@@ -236,7 +236,7 @@ TEST(Failover, NoEligibleKeyGives503WithRetryAfter) {
 TEST(Failover, UnusablePoolFileAnswers503WithTheReason) {
   FakeUpstream upstream;
   Shim shim("[server]\nlisten = 12\n", upstream.base_url());
-  auto res = post(shim);
+  auto res = failover_post(shim);
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 503);
   EXPECT_NE(res->body.find("pool file"), std::string::npos) << res->body;
@@ -246,11 +246,11 @@ TEST(Failover, ReloadKeepsHealthOfUnchangedKeysAndAddsNewOnes) {
   FakeUpstream upstream;
   upstream.push(json(401, "{}"));
   Shim shim(pool_toml(2), upstream.base_url());
-  ASSERT_EQ(post(shim)->status, 200);
-  ASSERT_EQ(health(shim, 0).state, pool::KeyState::disabled);
+  ASSERT_EQ(failover_post(shim)->status, 200);
+  ASSERT_EQ(failover_health(shim, 0).state, pool::KeyState::disabled);
   ASSERT_TRUE(shim.reload_with(pool_toml(3)));
-  EXPECT_EQ(health(shim, 0).state, pool::KeyState::disabled);
-  EXPECT_EQ(health(shim, 2).state, pool::KeyState::available);
+  EXPECT_EQ(failover_health(shim, 0).state, pool::KeyState::disabled);
+  EXPECT_EQ(failover_health(shim, 2).state, pool::KeyState::available);
   EXPECT_FALSE(shim.reload_with("[upstream]\nbogus = 1\n"));
   EXPECT_EQ(shim.server().state()->pools.at(0).keys->size(), 3u); // the bad file was rejected
 }

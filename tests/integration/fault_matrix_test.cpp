@@ -18,24 +18,24 @@
 namespace keyshim::test {
 namespace {
 
-Scripted sse(std::vector<std::string> pieces) {
+Scripted matrix_sse(std::vector<std::string> pieces) {
   Scripted s;
   s.headers = {{"Content-Type", "text/event-stream"}};
   s.pieces = std::move(pieces);
   return s;
 }
 
-std::string stream_request() {
+std::string matrix_stream_request() {
   return make_request("POST", "/v1/chat/completions", R"({"stream":true})");
 }
 
-httplib::Result post(const Shim& shim) {
+httplib::Result matrix_post(const Shim& shim) {
   httplib::Client client("127.0.0.1", shim.port());
   client.set_read_timeout(20, 0);
   return client.Post("/v1/chat/completions", R"({"messages":[]})", "application/json");
 }
 
-pool::KeyHealth health(Shim& shim, std::size_t index) {
+pool::KeyHealth matrix_health(Shim& shim, std::size_t index) {
   return shim.server().state()->pools.at(0).keys->health(index);
 }
 
@@ -43,7 +43,7 @@ pool::KeyHealth health(Shim& shim, std::size_t index) {
 // (never left hanging).
 RawResponse stream_through(Shim& shim) {
   RawConnection conn(shim.port());
-  conn.send(stream_request());
+  conn.send(matrix_stream_request());
   if (!conn.read_response(10s)) {
     EXPECT_TRUE(conn.read_to_close(10s)) << "an incomplete answer must end with a close";
   }
@@ -52,11 +52,11 @@ RawResponse stream_through(Shim& shim) {
 
 TEST(FaultMatrix, ResetRightAfterTheHeadIsAFailedAttemptAndTheNextKeyServes) {
   FakeUpstream upstream;
-  Scripted reset = sse({"data: never\n\n"});
+  Scripted reset = matrix_sse({"data: never\n\n"});
   reset.cut_after_pieces = 0;
   reset.reset_at_cut = true;
   upstream.push(reset);
-  upstream.push(sse({"data: ok\n\n"}));
+  upstream.push(matrix_sse({"data: ok\n\n"}));
   Shim shim(pool_toml(2), upstream.base_url());
   RawResponse res = stream_through(shim);
   EXPECT_EQ(res.status, 200);
@@ -67,7 +67,7 @@ TEST(FaultMatrix, ResetRightAfterTheHeadIsAFailedAttemptAndTheNextKeyServes) {
 
 TEST(FaultMatrix, ResetMidStreamEndsTheAnswerAbnormally) {
   FakeUpstream upstream;
-  Scripted reset = sse({"data: 1\n\n", "data: 2\n\n"});
+  Scripted reset = matrix_sse({"data: 1\n\n", "data: 2\n\n"});
   reset.cut_after_pieces = 1;
   reset.reset_at_cut = true;
   upstream.push(reset);
@@ -97,7 +97,7 @@ TEST(FaultMatrix, BodyShorterThanItsContentLengthIsNeverACompleteAnswer) {
 
 TEST(FaultMatrix, BrokenChunkMidStreamEndsTheAnswerAbnormally) {
   FakeUpstream upstream;
-  Scripted broken = sse({"data: 1\n\n", "data: 2\n\n"});
+  Scripted broken = matrix_sse({"data: 1\n\n", "data: 2\n\n"});
   broken.cut_after_pieces = 1;
   broken.raw_at_cut = "zz\r\nnot a chunk\r\n0\r\n\r\n";
   upstream.push(broken);
@@ -194,10 +194,10 @@ TEST_P(RateLimitHints, CoolTheKeyForTheHintCappedAndTheNextKeyServes) {
   upstream.push(json(429, shape.body, shape.headers));
   upstream.push(json(200, R"({"id":"chatcmpl-1"})"));
   Shim shim(pool_toml(2, "max_cooldown = \"1h\"\n"), upstream.base_url());
-  auto res = post(shim);
+  auto res = matrix_post(shim);
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
-  pool::KeyHealth cooled = health(shim, 0);
+  pool::KeyHealth cooled = matrix_health(shim, 0);
   EXPECT_EQ(cooled.state, pool::KeyState::cooling) << shape.name;
   EXPECT_EQ(cooled.reason.rfind(shape.reason, 0), 0u) << shape.name << ": " << cooled.reason;
   auto left =
@@ -218,12 +218,12 @@ TEST(FaultMatrix, AStreakOfThree5xxCoolsTheKeyAndTheNextRequestIsNotSent) {
   }
   Shim shim(pool_toml(1, "max_attempts = 1\n"), upstream.base_url());
   for (int i = 0; i < 3; ++i) {
-    auto res = post(shim);
+    auto res = matrix_post(shim);
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, i == 1 ? 529 : 500) << "the last error is relayed, request " << i;
   }
-  EXPECT_EQ(health(shim, 0).state, pool::KeyState::cooling);
-  auto res = post(shim);
+  EXPECT_EQ(matrix_health(shim, 0).state, pool::KeyState::cooling);
+  auto res = matrix_post(shim);
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 503);
   EXPECT_FALSE(res->get_header_value("Retry-After").empty());
@@ -244,14 +244,14 @@ TEST(FaultMatrix, ClientHangingUpWhileItsBodyUploadsSendsNothingAndKeyshimServes
   ASSERT_TRUE(logs.wait_for("client closed the connection while sending its request body")) << logs.text();
   EXPECT_FALSE(logs.contains("refused a request")) << logs.text();
   EXPECT_EQ(upstream.request_count(), 0u);
-  auto res = post(shim);
+  auto res = matrix_post(shim);
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
   EXPECT_EQ(upstream.request_count(), 1u);
   // The key is released before the request line is written.
   ASSERT_TRUE(logs.wait_for("POST /v1/chat/completions 200")) << logs.text();
-  EXPECT_EQ(health(shim, 0).state, pool::KeyState::available);
-  EXPECT_EQ(health(shim, 0).in_flight, 0);
+  EXPECT_EQ(matrix_health(shim, 0).state, pool::KeyState::available);
+  EXPECT_EQ(matrix_health(shim, 0).in_flight, 0);
 }
 
 } // namespace

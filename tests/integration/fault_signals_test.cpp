@@ -43,7 +43,7 @@ struct Condition {
 
 const char* k_good_body = "data: ok\n\n";
 
-Scripted sse(std::vector<std::string> pieces) {
+Scripted signals_sse(std::vector<std::string> pieces) {
   Scripted s;
   s.headers = {{"Content-Type", "text/event-stream"}};
   s.pieces = std::move(pieces);
@@ -71,7 +71,7 @@ Scripted held_after_first(Scripted s) {
 
 // Scripts for "held mid-stream, then cut this way".
 Scripted cut_mid(bool reset, std::string raw, bool chunked) {
-  Scripted s = held_after_first(sse({"data: 1\n\n", "data: 2\n\n"}));
+  Scripted s = held_after_first(signals_sse({"data: 1\n\n", "data: 2\n\n"}));
   s.cut_after_pieces = 1;
   s.reset_at_cut = reset;
   s.raw_at_cut = std::move(raw);
@@ -80,14 +80,14 @@ Scripted cut_mid(bool reset, std::string raw, bool chunked) {
 }
 
 std::vector<Condition> conditions() {
-  Scripted good = sse({k_good_body});
-  Scripted reset = held_head(sse({"x"}));
+  Scripted good = signals_sse({k_good_body});
+  Scripted reset = held_head(signals_sse({"x"}));
   reset.reset_before_reply = true;
-  Scripted silent = sse({"data: late\n\n"});
+  Scripted silent = signals_sse({"data: late\n\n"});
   silent.head_delay = std::chrono::seconds(8);
-  Scripted endless = held_head(sse({"data: never\n\n"}));
+  Scripted endless = held_head(signals_sse({"data: never\n\n"}));
   endless.headers.emplace_back("X-Endless", std::string(70 * 1024, 'h'));
-  Scripted stream = held_after_first(sse({"data: 1\n\n", "data: 2\n\n"}));
+  Scripted stream = held_after_first(signals_sse({"data: 1\n\n", "data: 2\n\n"}));
   return {
       {"UpstreamResetBeforeTheHead", Moment::before_head, Then::release, Expect::complete, "", {reset, good}},
       {"UpstreamSilentPastFirstByteTimeout",
@@ -102,7 +102,7 @@ std::vector<Condition> conditions() {
        Then::release,
        Expect::complete,
        "",
-       {held_head(sse({"data: {\"error\":{\"type\":\"overloaded_error\"}}\n\n"})), good}},
+       {held_head(signals_sse({"data: {\"error\":{\"type\":\"overloaded_error\"}}\n\n"})), good}},
       {"Upstream429",
        Moment::before_head,
        Then::release,
@@ -160,14 +160,14 @@ std::vector<Condition> conditions() {
   };
 }
 
-const std::string k_body = R"({"model":"m","stream":true,"messages":[]})";
+const std::string k_signals_body = R"({"model":"m","stream":true,"messages":[]})";
 
 // `expect`: ask for 100 Continue, whose arrival shows that keyshim has read
 // the head and is reading the body (the upload is under way, not queued).
 std::string request_head(bool expect = false) {
   return "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
          std::string(expect ? "Expect: 100-continue\r\n" : "") +
-         "Content-Length: " + std::to_string(k_body.size()) + "\r\n\r\n";
+         "Content-Length: " + std::to_string(k_signals_body.size()) + "\r\n\r\n";
 }
 
 // The final answer, after any 100 Continue: complete, or cut by a close
@@ -209,9 +209,9 @@ protected:
   bool reach(const Condition& c, RawConnection& conn) {
     if (c.moment == Moment::uploading) {
       return conn.send(request_head(true)) && conn.read_until("100 Continue\r\n\r\n") &&
-             conn.send(k_body.substr(0, k_body.size() / 2));
+             conn.send(k_signals_body.substr(0, k_signals_body.size() / 2));
     }
-    conn.send(request_head() + k_body);
+    conn.send(request_head() + k_signals_body);
     if (c.moment == Moment::mid_stream) {
       return conn.read_until("data: 1\n\n");
     }
@@ -228,7 +228,7 @@ protected:
       return;
     }
     if (c.moment == Moment::uploading) {
-      conn.send(k_body.substr(k_body.size() / 2));
+      conn.send(k_signals_body.substr(k_signals_body.size() / 2));
     }
     upstream.release();
   }

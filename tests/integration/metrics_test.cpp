@@ -11,7 +11,7 @@
 namespace keyshim::test {
 namespace {
 
-httplib::Result post(const Shim& shim, const std::string& body = R"({"messages":[]})") {
+httplib::Result metrics_post(const Shim& shim, const std::string& body = R"({"messages":[]})") {
   httplib::Client client("127.0.0.1", shim.port());
   client.set_read_timeout(20, 0);
   return client.Post("/v1/chat/completions", body, "application/json");
@@ -58,7 +58,7 @@ TEST(MetricsEndpoint, CountersAndCooldownShowA429Failover) {
                      {{"Retry-After", "20"}}));
   upstream.push(json(200, R"({"id":"chatcmpl-1","usage":{"prompt_tokens":12,"completion_tokens":3}})"));
   Shim shim(pool_toml(2), upstream.base_url());
-  auto res = post(shim);
+  auto res = metrics_post(shim);
   ASSERT_TRUE(res);
   ASSERT_EQ(res->status, 200);
 
@@ -96,7 +96,7 @@ TEST(MetricsEndpoint, AModelCoolingOnAKeyHasItsOwnCooldown) {
       json(429, R"({"error":{"message":"Rate limit reached for gpt-4o"}})", {{"Retry-After", "30"}}));
   upstream.push(json(200, R"({"id":"chatcmpl-2"})"));
   Shim shim(pool_toml(2), upstream.base_url());
-  auto res = post(shim, R"({"model":"gpt-4o","messages":[]})");
+  auto res = metrics_post(shim, R"({"model":"gpt-4o","messages":[]})");
   ASSERT_TRUE(res);
   ASSERT_EQ(res->status, 200);
   std::string text = scrape(shim);

@@ -21,10 +21,10 @@ namespace {
 
 using namespace std::chrono;
 
-const std::string k_limited = "sk-own-limits-limited-0001";
+const std::string k_limits_limited = "sk-own-limits-limited-0001";
 const std::string k_free = "sk-own-limits-free-0002";
 
-std::vector<std::string> keys_seen(const FakeUpstream& upstream) {
+std::vector<std::string> limits_keys_seen(const FakeUpstream& upstream) {
   std::vector<std::string> keys;
   for (const SeenRequest& r : upstream.seen()) {
     keys.push_back(r.header("Authorization").substr(7));
@@ -32,7 +32,7 @@ std::vector<std::string> keys_seen(const FakeUpstream& upstream) {
   return keys;
 }
 
-httplib::Result post(const Shim& shim, const std::string& target) {
+httplib::Result limits_post(const Shim& shim, const std::string& target) {
   httplib::Client client("127.0.0.1", shim.port());
   client.set_read_timeout(20, 0);
   return client.Post(target, R"({"messages":[]})", "application/json");
@@ -55,7 +55,7 @@ long long seconds_to_minute_end() {
   return duration_cast<seconds>(ceil<seconds>(floor<minutes>(now) + 1min - now)).count();
 }
 
-pool::KeyHealth health(Shim& shim, std::size_t index) {
+pool::KeyHealth limits_health(Shim& shim, std::size_t index) {
   return shim.server().state()->pools.at(0).keys->health(index);
 }
 
@@ -64,16 +64,17 @@ TEST(OwnLimits, AKeyAtItsRequestsPerMinuteHandsTheNextRequestToTheOtherKey) {
   FakeUpstream upstream;
   Shim shim("[server]\n" +
                 pool_section("lim", upstream.base_url(), "",
-                             {{"limited", k_limited, "requests_per_minute = 2\n"}, {"free", k_free}}),
+                             {{"limited", k_limits_limited, "requests_per_minute = 2\n"}, {"free", k_free}}),
             "");
   start_early_in_a_minute();
   for (int i = 0; i < 3; ++i) {
-    httplib::Result res = post(shim, "/lim/v1/chat/completions");
+    httplib::Result res = limits_post(shim, "/lim/v1/chat/completions");
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 200);
   }
-  EXPECT_EQ(keys_seen(upstream), (std::vector<std::string>{k_limited, k_limited, k_free}));
-  pool::KeyHealth limited = health(shim, 0);
+  EXPECT_EQ(limits_keys_seen(upstream),
+            (std::vector<std::string>{k_limits_limited, k_limits_limited, k_free}));
+  pool::KeyHealth limited = limits_health(shim, 0);
   EXPECT_EQ(limited.state, pool::KeyState::cooling);
   EXPECT_EQ(limited.reason, "own limit: requests 2/2 per minute");
   EXPECT_NE(logs.text().find("key limited at its own limit for "), std::string::npos) << logs.text();
@@ -84,9 +85,9 @@ TEST(OwnLimits, WithEveryKeyAtItsLimitTheClientGets503AndRetryAfterNamesTheMinut
   FakeUpstream upstream;
   Shim shim(pool_toml(1, "requests_per_minute = 2\n"), upstream.base_url());
   start_early_in_a_minute();
-  ASSERT_EQ(post(shim, "/v1/chat/completions")->status, 200);
-  ASSERT_EQ(post(shim, "/v1/chat/completions")->status, 200);
-  httplib::Result refused = post(shim, "/v1/chat/completions");
+  ASSERT_EQ(limits_post(shim, "/v1/chat/completions")->status, 200);
+  ASSERT_EQ(limits_post(shim, "/v1/chat/completions")->status, 200);
+  httplib::Result refused = limits_post(shim, "/v1/chat/completions");
   const long long expected = seconds_to_minute_end();
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->status, 503);
@@ -108,7 +109,7 @@ TEST(OwnLimits, WithMaxWaitBeyondTheWindowsEndARequestWaitsInsteadOfA503) {
   FakeUpstream upstream;
   Shim shim(pool_toml(1, "requests_per_minute = 1\nmax_wait = \"2m\"\n"), upstream.base_url());
   start_early_in_a_minute();
-  ASSERT_EQ(post(shim, "/v1/chat/completions")->status, 200);
+  ASSERT_EQ(limits_post(shim, "/v1/chat/completions")->status, 200);
   RawConnection waiting(shim.port());
   waiting.send(make_request("POST", "/v1/chat/completions", R"({"messages":[]})"));
   EXPECT_TRUE(logs.wait_for("POST /v1/chat/completions waits up to 2m")) << logs.text();
@@ -129,14 +130,14 @@ TEST(OwnLimits, TokensPerDayCountWhatTheResponseReportedAndTheNextRequestIsRefus
   Shim shim(pool_toml(1, "tokens_per_day = 30\nday_zone = \"UTC\"\nday_start = \"" +
                              day_start_in_twelve_hours() + "\"\n"),
             upstream.base_url());
-  ASSERT_EQ(post(shim, "/v1/chat/completions")->status, 200);
+  ASSERT_EQ(limits_post(shim, "/v1/chat/completions")->status, 200);
   // The tokens count when the exchange finishes, just after the client has
   // the whole answer.
-  for (int i = 0; i < 200 && health(shim, 0).total.output_tokens == 0; ++i) {
+  for (int i = 0; i < 200 && limits_health(shim, 0).total.output_tokens == 0; ++i) {
     std::this_thread::sleep_for(5ms);
   }
-  ASSERT_EQ(health(shim, 0).total.output_tokens, 15u);
-  httplib::Result refused = post(shim, "/v1/chat/completions");
+  ASSERT_EQ(limits_health(shim, 0).total.output_tokens, 15u);
+  httplib::Result refused = limits_post(shim, "/v1/chat/completions");
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->status, 503);
   long long retry_after = std::stoll(refused->get_header_value("Retry-After"));

@@ -12,25 +12,25 @@
 namespace keyshim::test {
 namespace {
 
-const PoolKey k_openai{"oa-main", "sk-openai-test-0123456789abcdef"};
-const PoolKey k_anthropic{"ant-main", "sk-ant-test-0123456789abcdef"};
-const PoolKey k_gemini{"gem-main", "AIza-gemini-test-0123456789abcdef"};
+const PoolKey k_reports_openai{"oa-main", "sk-openai-test-0123456789abcdef"};
+const PoolKey k_reports_anthropic{"ant-main", "sk-ant-test-0123456789abcdef"};
+const PoolKey k_reports_gemini{"gem-main", "AIza-gemini-test-0123456789abcdef"};
 
-std::string three_pools(const FakeUpstream& openai, const FakeUpstream& anthropic,
-                        const FakeUpstream& gemini) {
-  return "[server]\n" + pool_section("openai", openai.base_url(), "auth = \"bearer\"\n", {k_openai}) +
-         pool_section("anthropic", anthropic.base_url(), "auth = \"x-api-key\"\n", {k_anthropic}) +
-         pool_section("gemini", gemini.base_url(), "auth = \"x-goog-api-key\"\n", {k_gemini});
+std::string reports_three_pools(const FakeUpstream& openai, const FakeUpstream& anthropic,
+                                const FakeUpstream& gemini) {
+  return "[server]\n" + pool_section("openai", openai.base_url(), "auth = \"bearer\"\n", {k_reports_openai}) +
+         pool_section("anthropic", anthropic.base_url(), "auth = \"x-api-key\"\n", {k_reports_anthropic}) +
+         pool_section("gemini", gemini.base_url(), "auth = \"x-goog-api-key\"\n", {k_reports_gemini});
 }
 
-Scripted sse(std::vector<std::string> pieces) {
+Scripted reports_sse(std::vector<std::string> pieces) {
   Scripted s;
   s.headers = {{"Content-Type", "text/event-stream"}};
   s.pieces = std::move(pieces);
   return s;
 }
 
-util::Json parsed(const std::string& body) {
+util::Json reports_parsed(const std::string& body) {
   std::optional<util::Json> doc = util::parse_json(body);
   EXPECT_TRUE(doc) << body;
   return doc ? *doc : util::Json();
@@ -85,7 +85,7 @@ std::string log_line(const LogCapture& logs, const std::string& needle) {
                      end == std::string::npos ? end : end - begin - 1);
 }
 
-httplib::Client client_for(int port) {
+httplib::Client reports_client_for(int port) {
   httplib::Client client("127.0.0.1", port);
   client.set_read_timeout(10, 0);
   return client;
@@ -96,13 +96,13 @@ TEST(PoolStatus, HealthAndStatusAreGroupedByPoolAndAPoolWithoutAKeyIsDegraded) {
   FakeUpstream anthropic;
   FakeUpstream gemini;
   openai.push(json(401, R"({"error":{"message":"invalid key"}})"));
-  Shim shim(three_pools(openai, anthropic, gemini), "");
-  httplib::Client client = client_for(shim.port());
+  Shim shim(reports_three_pools(openai, anthropic, gemini), "");
+  httplib::Client client = reports_client_for(shim.port());
 
   auto healthy = client.Get("/health");
   ASSERT_TRUE(healthy);
   EXPECT_EQ(healthy->status, 200);
-  util::Json health_doc = parsed(healthy->body);
+  util::Json health_doc = reports_parsed(healthy->body);
   EXPECT_EQ(health_doc.string_at("status"), "ok");
   EXPECT_EQ(number_at(health_doc, {"keys", "total"}), 3);
   ASSERT_EQ(health_doc.find("pools")->items().size(), 3u);
@@ -113,7 +113,7 @@ TEST(PoolStatus, HealthAndStatusAreGroupedByPoolAndAPoolWithoutAKeyIsDegraded) {
   auto degraded = client.Get("/health");
   ASSERT_TRUE(degraded);
   EXPECT_EQ(degraded->status, 200); // other pools still serve: not a reason to restart keyshim
-  health_doc = parsed(degraded->body);
+  health_doc = reports_parsed(degraded->body);
   EXPECT_EQ(health_doc.string_at("status"), "degraded");
   EXPECT_EQ(number_at(health_doc, {"keys", "available"}), 2);
   util::Json openai_health = pool_named(health_doc, "openai");
@@ -126,16 +126,16 @@ TEST(PoolStatus, HealthAndStatusAreGroupedByPoolAndAPoolWithoutAKeyIsDegraded) {
   auto status = client.Get("/status");
   ASSERT_TRUE(status);
   EXPECT_EQ(status->status, 200);
-  util::Json status_doc = parsed(status->body);
+  util::Json status_doc = reports_parsed(status->body);
   struct Expected {
     std::string pool;
     const FakeUpstream& upstream;
     const PoolKey& key;
     std::string state;
   };
-  for (const Expected& e : {Expected{"openai", openai, k_openai, "disabled"},
-                            Expected{"anthropic", anthropic, k_anthropic, "available"},
-                            Expected{"gemini", gemini, k_gemini, "available"}}) {
+  for (const Expected& e : {Expected{"openai", openai, k_reports_openai, "disabled"},
+                            Expected{"anthropic", anthropic, k_reports_anthropic, "available"},
+                            Expected{"gemini", gemini, k_reports_gemini, "available"}}) {
     util::Json pool = pool_named(status_doc, e.pool);
     EXPECT_EQ(pool.string_at("route"), "/" + e.pool);
     EXPECT_EQ(pool.string_at("upstream"), e.upstream.base_url());
@@ -147,7 +147,7 @@ TEST(PoolStatus, HealthAndStatusAreGroupedByPoolAndAPoolWithoutAKeyIsDegraded) {
     EXPECT_EQ(key.string_at("state"), e.state);
   }
   EXPECT_EQ(number_at(first_key(pool_named(status_doc, "openai")), {"today", "failures", "auth"}), 1);
-  EXPECT_EQ(status->body.find(k_openai.secret), std::string::npos);
+  EXPECT_EQ(status->body.find(k_reports_openai.secret), std::string::npos);
 }
 
 TEST(PoolUsage, StreamedUsageIsLoggedAndCountedForTheKeyThatServed) {
@@ -155,13 +155,13 @@ TEST(PoolUsage, StreamedUsageIsLoggedAndCountedForTheKeyThatServed) {
   FakeUpstream openai;
   FakeUpstream anthropic;
   FakeUpstream gemini;
-  openai.push(sse(
+  openai.push(reports_sse(
       {R"(data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"}}]})"
        "\n\n",
        R"(data: {"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":34,"total_tokens":46}})"
        "\n\n",
        "data: [DONE]\n\n"}));
-  anthropic.push(sse(
+  anthropic.push(reports_sse(
       {"event: message_start\n"
        R"(data: {"type":"message_start","message":{"id":"m1","type":"message","role":"assistant","content":[],"usage":{"input_tokens":25,"output_tokens":1}}})"
        "\n\n",
@@ -174,8 +174,8 @@ TEST(PoolUsage, StreamedUsageIsLoggedAndCountedForTheKeyThatServed) {
        "event: message_stop\n"
        R"(data: {"type":"message_stop"})"
        "\n\n"}));
-  Shim shim(three_pools(openai, anthropic, gemini), "");
-  httplib::Client client = client_for(shim.port());
+  Shim shim(reports_three_pools(openai, anthropic, gemini), "");
+  httplib::Client client = reports_client_for(shim.port());
   ASSERT_EQ(client.Post("/openai/v1/chat/completions", R"({"stream":true})", "application/json")->status,
             200);
   ASSERT_EQ(client.Post("/anthropic/v1/messages", R"({"stream":true})", "application/json")->status, 200);
@@ -188,7 +188,7 @@ TEST(PoolUsage, StreamedUsageIsLoggedAndCountedForTheKeyThatServed) {
   EXPECT_EQ(without_usage.find(" in="), std::string::npos) << without_usage;
   EXPECT_EQ(without_usage.find(" out="), std::string::npos) << without_usage;
 
-  util::Json status = parsed(client.Get("/status")->body);
+  util::Json status = reports_parsed(client.Get("/status")->body);
   util::Json openai_key = first_key(pool_named(status, "openai"));
   util::Json anthropic_key = first_key(pool_named(status, "anthropic"));
   util::Json gemini_key = first_key(pool_named(status, "gemini"));

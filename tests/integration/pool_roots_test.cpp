@@ -14,11 +14,11 @@
 namespace keyshim::test {
 namespace {
 
-const PoolKey k_anthropic{"ant-main", "sk-ant-roots-0123456789abcdef"};
+const PoolKey k_roots_anthropic{"ant-main", "sk-ant-roots-0123456789abcdef"};
 const PoolKey k_alpha{"alpha-main", "sk-alpha-roots-0123456789abcdef"};
 const PoolKey k_beta{"beta-main", "sk-beta-roots-0123456789abcdef"};
 
-httplib::Client client_for(int port) {
+httplib::Client roots_client_for(int port) {
   httplib::Client client("127.0.0.1", port);
   client.set_read_timeout(10, 0);
   return client;
@@ -47,13 +47,13 @@ protected:
   ProbedPool() { m_upstream.require_key("anthropic-version", "2023-06-01"); }
 
   FakeUpstream m_upstream;
-  Shim m_shim{pool_toml(1) +
-                  pool_section("anthropic", m_upstream.base_url(), "auth = \"x-api-key\"\n", {k_anthropic}),
+  Shim m_shim{pool_toml(1) + pool_section("anthropic", m_upstream.base_url(), "auth = \"x-api-key\"\n",
+                                          {k_roots_anthropic}),
               m_upstream.base_url()};
 };
 
 TEST_F(ProbedPool, HeadAndGetOnAPoolsRootAreAnsweredLocallyAndCostNoKey) {
-  httplib::Client client = client_for(m_shim.port());
+  httplib::Client client = roots_client_for(m_shim.port());
   for (const char* target : {"/anthropic", "/anthropic/", "/anthropic?beta=true", "/", "/?x=1"}) {
     auto head = client.Head(target);
     ASSERT_TRUE(head) << target;
@@ -73,7 +73,7 @@ TEST_F(ProbedPool, HeadAndGetOnAPoolsRootAreAnsweredLocallyAndCostNoKey) {
   EXPECT_EQ(real->status, 200) << real->body;
   ASSERT_EQ(m_upstream.request_count(), 1u);
   EXPECT_EQ(m_upstream.seen()[0].target, "/v1/messages");
-  EXPECT_EQ(m_upstream.seen()[0].header("x-api-key"), k_anthropic.secret);
+  EXPECT_EQ(m_upstream.seen()[0].header("x-api-key"), k_roots_anthropic.secret);
 }
 
 TEST_F(ProbedPool, AProbeOnAKeptAliveConnectionLeavesItUsable) {
@@ -92,8 +92,8 @@ TEST_F(ProbedPool, AProbeOnAKeptAliveConnectionLeavesItUsable) {
 
 TEST(PoolRootsRelay, OtherMethodsOnTheRootAndPathsBelowItAreStillRelayed) {
   FakeUpstream upstream;
-  Shim shim("[server]\n" + pool_section("anthropic", upstream.base_url(), "", {k_anthropic}), "");
-  httplib::Client client = client_for(shim.port());
+  Shim shim("[server]\n" + pool_section("anthropic", upstream.base_url(), "", {k_roots_anthropic}), "");
+  httplib::Client client = roots_client_for(shim.port());
   auto post = client.Post("/anthropic", "{}", "application/json");
   ASSERT_TRUE(post);
   EXPECT_EQ(post->status, 200);
@@ -141,7 +141,7 @@ TEST_F(DotSegments, TargetsWithDotSegmentsAreRefused400AndNeverForwarded) {
 }
 
 TEST_F(DotSegments, APathWithoutDotSegmentsStillReachesItsOwnPool) {
-  auto res = client_for(m_shim.port()).Post("/alpha/v1/messages.json", "{}", "application/json");
+  auto res = roots_client_for(m_shim.port()).Post("/alpha/v1/messages.json", "{}", "application/json");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
   ASSERT_EQ(m_upstream.request_count(), 1u);

@@ -18,31 +18,31 @@
 namespace keyshim::test {
 namespace {
 
-const PoolKey k_openai{"oa-main", "sk-openai-test-0123456789abcdef"};
-const PoolKey k_anthropic{"ant-main", "sk-ant-test-0123456789abcdef"};
-const PoolKey k_gemini{"gem-main", "AIza-gemini-test-0123456789abcdef"};
+const PoolKey k_pools_openai{"oa-main", "sk-openai-test-0123456789abcdef"};
+const PoolKey k_pools_anthropic{"ant-main", "sk-ant-test-0123456789abcdef"};
+const PoolKey k_pools_gemini{"gem-main", "AIza-gemini-test-0123456789abcdef"};
 
 // The three providers of the issue, each pool with its own auth style.
-std::string three_pools(const FakeUpstream& openai, const FakeUpstream& anthropic,
-                        const FakeUpstream& gemini) {
-  return "[server]\n" + pool_section("openai", openai.base_url(), "auth = \"bearer\"\n", {k_openai}) +
-         pool_section("anthropic", anthropic.base_url(), "auth = \"x-api-key\"\n", {k_anthropic}) +
-         pool_section("gemini", gemini.base_url(), "auth = \"x-goog-api-key\"\n", {k_gemini});
+std::string pools_three_pools(const FakeUpstream& openai, const FakeUpstream& anthropic,
+                              const FakeUpstream& gemini) {
+  return "[server]\n" + pool_section("openai", openai.base_url(), "auth = \"bearer\"\n", {k_pools_openai}) +
+         pool_section("anthropic", anthropic.base_url(), "auth = \"x-api-key\"\n", {k_pools_anthropic}) +
+         pool_section("gemini", gemini.base_url(), "auth = \"x-goog-api-key\"\n", {k_pools_gemini});
 }
 
-util::Json parsed(const std::string& body) {
+util::Json pools_parsed(const std::string& body) {
   std::optional<util::Json> doc = util::parse_json(body);
   EXPECT_TRUE(doc) << body;
   return doc ? *doc : util::Json();
 }
 
 std::string error_code(const std::string& body) {
-  util::Json doc = parsed(body);
+  util::Json doc = pools_parsed(body);
   const util::Json* error = doc.find("error");
   return error ? error->string_at("code").value_or("") : "";
 }
 
-pool::KeyHealth health(Shim& shim, const std::string& pool, std::size_t key) {
+pool::KeyHealth pools_health(Shim& shim, const std::string& pool, std::size_t key) {
   auto state = shim.server().state();
   for (const relay::ServedPool& served : state->pools) {
     if (served.config->name == pool) {
@@ -53,7 +53,7 @@ pool::KeyHealth health(Shim& shim, const std::string& pool, std::size_t key) {
   return {};
 }
 
-httplib::Client client_for(int port) {
+httplib::Client pools_client_for(int port) {
   httplib::Client client("127.0.0.1", port);
   client.set_read_timeout(10, 0);
   return client;
@@ -79,14 +79,14 @@ TEST(PoolsBinary, EachProviderGetsItsOwnRequestsWithOnlyItsOwnKey) {
   FakeUpstream anthropic;
   FakeUpstream gemini;
   // Each refuses (401) any request that lacks its own key in its own header.
-  openai.require_key("Authorization", "Bearer " + k_openai.secret);
-  anthropic.require_key("X-Api-Key", k_anthropic.secret);
-  gemini.require_key("x-goog-api-key", k_gemini.secret);
+  openai.require_key("Authorization", "Bearer " + k_pools_openai.secret);
+  anthropic.require_key("X-Api-Key", k_pools_anthropic.secret);
+  gemini.require_key("x-goog-api-key", k_pools_gemini.secret);
   openai.push(json(200, R"({"from":"openai"})"));
   anthropic.push(json(200, R"({"from":"anthropic"})"));
   gemini.push(json(200, R"({"from":"gemini"})"));
   TempDir dir;
-  std::string path = dir.write("keys.toml", three_pools(openai, anthropic, gemini), 0600);
+  std::string path = dir.write("keys.toml", pools_three_pools(openai, anthropic, gemini), 0600);
   int port = unused_loopback_port();
   RunOptions options;
   options.timeout = std::chrono::seconds(30);
@@ -95,7 +95,7 @@ TEST(PoolsBinary, EachProviderGetsItsOwnRequestsWithOnlyItsOwnKey) {
   ASSERT_TRUE(serve.wait_for_stderr("listening on")) << serve.err();
 
   // Clients send their SDK's own placeholder credential; keyshim replaces it.
-  httplib::Client client = client_for(port);
+  httplib::Client client = pools_client_for(port);
   auto res = client.Post("/openai/v1/chat/completions", {{"Authorization", "Bearer placeholder"}},
                          R"({"model":"gpt"})", "application/json");
   ASSERT_TRUE(res);
@@ -117,26 +117,26 @@ TEST(PoolsBinary, EachProviderGetsItsOwnRequestsWithOnlyItsOwnKey) {
   ASSERT_EQ(gemini.request_count(), 1u);
   SeenRequest to_openai = openai.seen().at(0);
   EXPECT_EQ(to_openai.target, "/v1/chat/completions");
-  EXPECT_EQ(to_openai.header("Authorization"), "Bearer " + k_openai.secret);
+  EXPECT_EQ(to_openai.header("Authorization"), "Bearer " + k_pools_openai.secret);
   EXPECT_FALSE(to_openai.has_header("x-api-key"));
   EXPECT_FALSE(to_openai.has_header("x-goog-api-key"));
   SeenRequest to_anthropic = anthropic.seen().at(0);
   EXPECT_EQ(to_anthropic.target, "/v1/messages");
-  EXPECT_EQ(to_anthropic.header("x-api-key"), k_anthropic.secret);
+  EXPECT_EQ(to_anthropic.header("x-api-key"), k_pools_anthropic.secret);
   EXPECT_FALSE(to_anthropic.has_header("Authorization"));
   EXPECT_FALSE(to_anthropic.has_header("x-goog-api-key"));
   SeenRequest to_gemini = gemini.seen().at(0);
   EXPECT_EQ(to_gemini.target, "/v1beta/models/x:generateContent");
-  EXPECT_EQ(to_gemini.header("x-goog-api-key"), k_gemini.secret);
+  EXPECT_EQ(to_gemini.header("x-goog-api-key"), k_pools_gemini.secret);
   EXPECT_FALSE(to_gemini.has_header("Authorization"));
   EXPECT_FALSE(to_gemini.has_header("x-api-key"));
   struct Crossing {
     const FakeUpstream& upstream;
     std::vector<const PoolKey*> foreign;
   };
-  for (const Crossing& c :
-       {Crossing{openai, {&k_anthropic, &k_gemini}}, Crossing{anthropic, {&k_openai, &k_gemini}},
-        Crossing{gemini, {&k_openai, &k_anthropic}}}) {
+  for (const Crossing& c : {Crossing{openai, {&k_pools_anthropic, &k_pools_gemini}},
+                            Crossing{anthropic, {&k_pools_openai, &k_pools_gemini}},
+                            Crossing{gemini, {&k_pools_openai, &k_pools_anthropic}}}) {
     std::string seen = everything_seen(c.upstream);
     for (const PoolKey* key : c.foreign) {
       EXPECT_EQ(seen.find(key->secret), std::string::npos) << key->label << " reached another pool:\n"
@@ -155,7 +155,7 @@ TEST(PoolsBinary, EachProviderGetsItsOwnRequestsWithOnlyItsOwnKey) {
   RunResult result = serve.wait();
   EXPECT_EQ(result.exit_code, 0) << result.err;
   // Fingerprints show a key's first 4 characters; nothing after them may appear.
-  for (const PoolKey* key : {&k_openai, &k_anthropic, &k_gemini}) {
+  for (const PoolKey* key : {&k_pools_openai, &k_pools_anthropic, &k_pools_gemini}) {
     EXPECT_EQ(result.all_output().find(key->secret.substr(4)), std::string::npos)
         << key->label << " was printed";
   }
@@ -167,8 +167,8 @@ TEST(PoolRouting, APathNoPoolOwnsIs404NamingThePoolsWhenThereIsNoDefaultPool) {
   FakeUpstream openai;
   FakeUpstream anthropic;
   FakeUpstream gemini;
-  Shim shim(three_pools(openai, anthropic, gemini), "");
-  httplib::Client client = client_for(shim.port());
+  Shim shim(pools_three_pools(openai, anthropic, gemini), "");
+  httplib::Client client = pools_client_for(shim.port());
   auto res = client.Post("/v1/chat/completions", "{}", "application/json");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 404);
@@ -182,8 +182,9 @@ TEST(PoolRouting, APathNoPoolOwnsIs404NamingThePoolsWhenThereIsNoDefaultPool) {
 TEST(PoolRouting, APathNoPoolOwnsGoesToTheDefaultPoolUnchanged) {
   FakeUpstream fallback;
   FakeUpstream openai;
-  Shim shim(pool_toml(1) + pool_section("openai", openai.base_url(), "", {k_openai}), fallback.base_url());
-  auto res = client_for(shim.port()).Get("/v1/models");
+  Shim shim(pool_toml(1) + pool_section("openai", openai.base_url(), "", {k_pools_openai}),
+            fallback.base_url());
+  auto res = pools_client_for(shim.port()).Get("/v1/models");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
   ASSERT_EQ(fallback.request_count(), 1u);
@@ -195,8 +196,9 @@ TEST(PoolRouting, APathNoPoolOwnsGoesToTheDefaultPoolUnchanged) {
 TEST(PoolRouting, ThePoolNameMustBeTheWholeFirstSegmentAndAloneMeansTheRoot) {
   FakeUpstream fallback;
   FakeUpstream openai;
-  Shim shim(pool_toml(1) + pool_section("openai", openai.base_url(), "", {k_openai}), fallback.base_url());
-  httplib::Client client = client_for(shim.port());
+  Shim shim(pool_toml(1) + pool_section("openai", openai.base_url(), "", {k_pools_openai}),
+            fallback.base_url());
+  httplib::Client client = pools_client_for(shim.port());
   // POST: GET and HEAD on a pool's root are answered by keyshim (pool_roots_test.cpp).
   for (const char* target : {"/openai", "/openai?x=1", "/openaix/v1/models", "/openai/v1/models"}) {
     auto res = client.Post(target, "{}", "application/json");
@@ -216,19 +218,20 @@ TEST(PoolRouting, ThePoolNameMustBeTheWholeFirstSegmentAndAloneMeansTheRoot) {
 TEST(PoolRouting, AQueryAuthPoolGetsItsKeyInTheQueryInPlaceOfTheClients) {
   LogCapture logs(util::LogLevel::info);
   FakeUpstream gemini;
-  Shim shim("[server]\n" + pool_section("gemini", gemini.base_url(), "auth = \"query:key\"\n", {k_gemini}),
+  Shim shim("[server]\n" +
+                pool_section("gemini", gemini.base_url(), "auth = \"query:key\"\n", {k_pools_gemini}),
             "");
-  auto res = client_for(shim.port()).Get("/gemini/v1beta/models?key=placeholder&pageSize=5");
+  auto res = pools_client_for(shim.port()).Get("/gemini/v1beta/models?key=placeholder&pageSize=5");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
   ASSERT_EQ(gemini.request_count(), 1u);
   SeenRequest seen = gemini.seen()[0];
-  EXPECT_EQ(seen.target, "/v1beta/models?pageSize=5&key=" + k_gemini.secret);
+  EXPECT_EQ(seen.target, "/v1beta/models?pageSize=5&key=" + k_pools_gemini.secret);
   EXPECT_FALSE(seen.has_header("x-goog-api-key"));
   EXPECT_FALSE(seen.has_header("Authorization"));
   // The log line has the path, never the query that carries the key.
   EXPECT_TRUE(logs.wait_for("GET /gemini/v1beta/models 200 pool=gemini key=gem-main")) << logs.text();
-  EXPECT_FALSE(logs.contains(k_gemini.secret.substr(4)));
+  EXPECT_FALSE(logs.contains(k_pools_gemini.secret.substr(4)));
 }
 
 // ---- reload
@@ -246,18 +249,18 @@ TEST(PoolReload, PoolsAreMatchedByNameAndOnlyAKeyThatStaysInItsPoolKeepsItsHealt
   Shim shim("[server]\n" + pool_section("alpha", alpha.base_url(), "", {alpha_key}) +
                 pool_section("beta", beta.base_url(), "", {beta_key}),
             fallback.base_url());
-  httplib::Client client = client_for(shim.port());
+  httplib::Client client = pools_client_for(shim.port());
   ASSERT_EQ(client.Post("/alpha/v1/x", "{}", "application/json")->status, 429);
   ASSERT_EQ(client.Post("/beta/v1/x", "{}", "application/json")->status, 429);
-  ASSERT_EQ(health(shim, "alpha", 0).state, pool::KeyState::cooling);
-  ASSERT_EQ(health(shim, "beta", 0).state, pool::KeyState::cooling);
+  ASSERT_EQ(pools_health(shim, "alpha", 0).state, pool::KeyState::cooling);
+  ASSERT_EQ(pools_health(shim, "beta", 0).state, pool::KeyState::cooling);
 
   // beta is removed, its cooling key moves into alpha, and gamma is added.
   std::string alpha_and_gamma = pool_section("alpha", alpha.base_url(), "", {alpha_key, beta_key}) +
                                 pool_section("gamma", gamma.base_url(), "", {gamma_key});
   ASSERT_TRUE(shim.reload_with("[server]\n" + alpha_and_gamma));
-  EXPECT_EQ(health(shim, "alpha", 0).state, pool::KeyState::cooling);
-  EXPECT_EQ(health(shim, "alpha", 1).state, pool::KeyState::available) << "a moved key starts fresh";
+  EXPECT_EQ(pools_health(shim, "alpha", 0).state, pool::KeyState::cooling);
+  EXPECT_EQ(pools_health(shim, "alpha", 1).state, pool::KeyState::available) << "a moved key starts fresh";
   auto served = client.Post("/alpha/v1/x", "{}", "application/json");
   ASSERT_TRUE(served);
   EXPECT_EQ(served->status, 200);
@@ -285,7 +288,7 @@ TEST(PoolReload, PoolsAreMatchedByNameAndOnlyAKeyThatStaysInItsPoolKeepsItsHealt
   ASSERT_EQ(fallback.request_count(), 1u);
   EXPECT_EQ(fallback.seen()[0].target, "/beta/v1/x");
   EXPECT_EQ(beta.request_count(), 1u);
-  EXPECT_EQ(health(shim, "alpha", 0).state, pool::KeyState::cooling);
+  EXPECT_EQ(pools_health(shim, "alpha", 0).state, pool::KeyState::cooling);
 }
 
 } // namespace

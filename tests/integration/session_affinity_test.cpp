@@ -21,7 +21,7 @@
 namespace keyshim::test {
 namespace {
 
-constexpr const char* k_round_robin = "strategy = \"round-robin\"\n";
+constexpr const char* k_affinity_round_robin = "strategy = \"round-robin\"\n";
 constexpr const char* k_claude_header = "X-Claude-Code-Session-Id";
 
 class SessionAffinity : public ::testing::Test {
@@ -110,7 +110,7 @@ bool read_answers(RawConnection& connection, std::size_t n) {
 }
 
 TEST_F(SessionAffinity, TwoInterleavedClaudeCodeSessionsUnderRoundRobinUseOneKeyEach) {
-  serve(pool_toml(3, k_round_robin));
+  serve(pool_toml(3, k_affinity_round_robin));
   for (int i = 0; i < 10; ++i) {
     ASSERT_EQ(post({{k_claude_header, "session-a"}}), 200);
     ASSERT_EQ(post({{k_claude_header, "session-b"}}), 200);
@@ -125,7 +125,7 @@ TEST_F(SessionAffinity, TwoInterleavedClaudeCodeSessionsUnderRoundRobinUseOneKey
 }
 
 TEST_F(SessionAffinity, AfterItsKeyAnswers429ASessionMovesOnceAndStays) {
-  serve(pool_toml(3, k_round_robin));
+  serve(pool_toml(3, k_affinity_round_robin));
   for (int i = 0; i < 3; ++i) {
     ASSERT_EQ(post({{k_claude_header, "session-a"}}), 200);
     ASSERT_EQ(post({{k_claude_header, "session-b"}}), 200);
@@ -148,7 +148,7 @@ TEST_F(SessionAffinity, AfterItsKeyAnswers429ASessionMovesOnceAndStays) {
 }
 
 TEST_F(SessionAffinity, CodexSessionIdHeaderKeepsItsKey) {
-  serve(pool_toml(3, k_round_robin));
+  serve(pool_toml(3, k_affinity_round_robin));
   for (int i = 0; i < 6; ++i) {
     ASSERT_EQ(post({{"session-id", "0199c-codex-1"}}), 200);
     ASSERT_EQ(post({{"session_id", "0198-codex-2"}}), 200);
@@ -165,7 +165,7 @@ TEST_F(SessionAffinity, CodexSessionIdHeaderKeepsItsKey) {
 }
 
 TEST_F(SessionAffinity, ABodysPromptCacheKeyKeepsItsKey) {
-  serve(pool_toml(3, k_round_robin));
+  serve(pool_toml(3, k_affinity_round_robin));
   for (int i = 0; i < 6; ++i) {
     ASSERT_EQ(post({}, R"({"model":"m","input":"hi","prompt_cache_key":"cache-1"})"), 200);
     ASSERT_EQ(post({}, R"({"model":"m","input":"hi","prompt_cache_key":"cache-2"})"), 200);
@@ -181,7 +181,7 @@ TEST_F(SessionAffinity, ABodysPromptCacheKeyKeepsItsKey) {
 }
 
 TEST_F(SessionAffinity, AKeptAliveConnectionWithoutASessionIdStaysOnOneKey) {
-  serve(pool_toml(3, k_round_robin));
+  serve(pool_toml(3, k_affinity_round_robin));
   RawConnection first(m_port);
   RawConnection second(m_port);
   const std::string request = make_request("POST", "/v1/chat/completions", R"({"messages":[]})");
@@ -205,7 +205,7 @@ TEST_F(SessionAffinity, AKeptAliveConnectionWithoutASessionIdStaysOnOneKey) {
 }
 
 TEST_F(SessionAffinity, RequestsOfNoSessionOnFreshConnectionsStillRoundRobin) {
-  serve(pool_toml(3, k_round_robin));
+  serve(pool_toml(3, k_affinity_round_robin));
   for (int i = 0; i < 6; ++i) {
     ASSERT_EQ(post({}), 200);
   }
@@ -217,7 +217,7 @@ TEST_F(SessionAffinity, RequestsOfNoSessionOnFreshConnectionsStillRoundRobin) {
 }
 
 TEST_F(SessionAffinity, AZeroSessionTtlTurnsAffinityOff) {
-  serve(pool_toml(3, std::string(k_round_robin) + "session_ttl = \"0s\"\n"));
+  serve(pool_toml(3, std::string(k_affinity_round_robin) + "session_ttl = \"0s\"\n"));
   for (int i = 0; i < 3; ++i) {
     ASSERT_EQ(post({{k_claude_header, "session-a"}}), 200);
   }
@@ -225,7 +225,7 @@ TEST_F(SessionAffinity, AZeroSessionTtlTurnsAffinityOff) {
 }
 
 TEST_F(SessionAffinity, StatusCountsSessionsPerKeyAndAReloadKeepsThem) {
-  serve(pool_toml(3, k_round_robin));
+  serve(pool_toml(3, k_affinity_round_robin));
   ASSERT_EQ(post({{k_claude_header, "session-a"}}), 200); // key 0
   ASSERT_EQ(post({{k_claude_header, "session-b"}}), 200); // key 1
   std::optional<util::Json> before = status();
@@ -236,7 +236,7 @@ TEST_F(SessionAffinity, StatusCountsSessionsPerKeyAndAReloadKeepsThem) {
   }
   EXPECT_EQ(sessions, (std::vector<std::uint64_t>{1, 1, 0}));
 
-  write_pool(pool_toml(4, k_round_robin)); // the same three keys and a new one
+  write_pool(pool_toml(4, k_affinity_round_robin)); // the same three keys and a new one
   m_serve->send_signal(SIGHUP);
   ASSERT_TRUE(m_serve->wait_for_stderr("reloaded")) << m_serve->err();
   // A fresh cursor would give session-b key 0 and session-a key 1.

@@ -87,7 +87,7 @@ std::string every_byte(int rounds) {
 }
 
 // One request on a fresh connection; the parsed response.
-RawResponse round_trip(const Shim& shim, const std::string& request) {
+RawResponse transparency_round_trip(const Shim& shim, const std::string& request) {
   RawConnection conn(shim.port());
   conn.send(request);
   conn.read_response(10s);
@@ -136,7 +136,7 @@ std::vector<std::string> gzip_pieces(const std::vector<std::string>& plain) {
   return pieces;
 }
 
-std::string gunzip(const std::string& compressed) {
+std::string transparency_gunzip(const std::string& compressed) {
   z_stream z{};
   if (inflateInit2(&z, 15 + 16) != Z_OK) {
     return {};
@@ -156,7 +156,7 @@ std::string gunzip(const std::string& compressed) {
   return plain;
 }
 
-std::string joined(const std::vector<std::string>& pieces) {
+std::string transparency_joined(const std::vector<std::string>& pieces) {
   std::string out;
   for (const std::string& p : pieces) {
     out += p;
@@ -189,7 +189,8 @@ TEST(Transparency, MultipartBodyWithBinaryPartsArrivesByteIdentical) {
                      audio + "\r\n--" + boundary + "--\r\n";
   std::string content_type = "multipart/form-data; boundary=" + boundary;
 
-  RawResponse res = round_trip(shim, post_head("/v1/audio/transcriptions", content_type, body.size()) + body);
+  RawResponse res =
+      transparency_round_trip(shim, post_head("/v1/audio/transcriptions", content_type, body.size()) + body);
 
   EXPECT_EQ(res.status, 200);
   ASSERT_EQ(upstream.request_count(), 1u);
@@ -208,8 +209,8 @@ TEST(Transparency, FormUrlencodedBodyOfOneMebibyteArrivesIntact) {
   body += "pad=";
   body.resize(1024 * 1024, 'a');
 
-  RawResponse res =
-      round_trip(shim, post_head("/v1/files", "application/x-www-form-urlencoded", body.size()) + body);
+  RawResponse res = transparency_round_trip(
+      shim, post_head("/v1/files", "application/x-www-form-urlencoded", body.size()) + body);
 
   EXPECT_EQ(res.status, 200) << "1 MiB is far below max_request_body (64 MiB)";
   ASSERT_EQ(upstream.request_count(), 1u);
@@ -227,9 +228,9 @@ TEST(Transparency, PercentSignsInHeaderValuesPassUndecodedBothWays) {
        false});
   Shim shim(pool_toml(1), upstream.base_url());
 
-  RawResponse res =
-      round_trip(shim, make_request("GET", "/v1/models", "",
-                                    "X-Pct: a%41b%25\r\nX-Query-Like: q=%2F%3F&x=%E2%9C%93+1\r\n"));
+  RawResponse res = transparency_round_trip(
+      shim,
+      make_request("GET", "/v1/models", "", "X-Pct: a%41b%25\r\nX-Query-Like: q=%2F%3F&x=%E2%9C%93+1\r\n"));
 
   ASSERT_EQ(res.status, 200);
   ASSERT_EQ(upstream.request_count(), 1u);
@@ -251,7 +252,7 @@ TEST(Transparency, TwoSetCookieResponseHeadersBothReachTheClientInOrder) {
                  false});
   Shim shim(pool_toml(1), upstream.base_url());
 
-  RawResponse res = round_trip(shim, make_request("GET", "/v1/models"));
+  RawResponse res = transparency_round_trip(shim, make_request("GET", "/v1/models"));
 
   ASSERT_EQ(res.status, 200);
   EXPECT_EQ(values_of(fields_of(res.head), "Set-Cookie"),
@@ -264,10 +265,11 @@ TEST(Transparency, RequestHeaderNameCaseAndUtf8ValuesArriveUnchanged) {
   Shim shim(pool_toml(1), upstream.base_url());
   const std::string utf8 = "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80";
 
-  RawResponse res = round_trip(shim, make_request("GET", "/v1/models", "",
-                                                  "x-MiXeD-CaSe: Value With Spaces\r\n"
-                                                  "X-Utf8: " +
-                                                      utf8 + "\r\nanthropic-version: 2023-06-01\r\n"));
+  RawResponse res =
+      transparency_round_trip(shim, make_request("GET", "/v1/models", "",
+                                                 "x-MiXeD-CaSe: Value With Spaces\r\n"
+                                                 "X-Utf8: " +
+                                                     utf8 + "\r\nanthropic-version: 2023-06-01\r\n"));
 
   ASSERT_EQ(res.status, 200);
   ASSERT_EQ(upstream.request_count(), 1u);
@@ -286,7 +288,7 @@ TEST(Transparency, ResponseHeaderNameCaseAndUtf8ValuesReachTheClientUnchanged) {
                  false});
   Shim shim(pool_toml(1), upstream.base_url());
 
-  RawResponse res = round_trip(shim, make_request("GET", "/v1/models"));
+  RawResponse res = transparency_round_trip(shim, make_request("GET", "/v1/models"));
 
   ASSERT_EQ(res.status, 200);
   auto fields = fields_of(res.head);
@@ -298,9 +300,10 @@ TEST(Transparency, DuplicateRequestHeadersKeepTheirRelativeOrder) {
   FakeUpstream upstream;
   Shim shim(pool_toml(1), upstream.base_url());
 
-  RawResponse res = round_trip(shim, make_request("GET", "/v1/models", "",
-                                                  "X-Dup: first\r\nX-Other: o\r\nX-Dup: second\r\n"
-                                                  "x-dup: third\r\nAccept: text/plain\r\nAccept: */*\r\n"));
+  RawResponse res =
+      transparency_round_trip(shim, make_request("GET", "/v1/models", "",
+                                                 "X-Dup: first\r\nX-Other: o\r\nX-Dup: second\r\n"
+                                                 "x-dup: third\r\nAccept: text/plain\r\nAccept: */*\r\n"));
 
   ASSERT_EQ(res.status, 200);
   ASSERT_EQ(upstream.request_count(), 1u);
@@ -323,7 +326,7 @@ TEST(Transparency, ChunkedRequestBodyArrivesIntact) {
   }
   framed += "0\r\n\r\n";
 
-  RawResponse res = round_trip(
+  RawResponse res = transparency_round_trip(
       shim, "POST /v1/files HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\n"
             "Transfer-Encoding: chunked\r\n\r\n" +
                 framed);
@@ -333,7 +336,7 @@ TEST(Transparency, ChunkedRequestBodyArrivesIntact) {
   SeenRequest seen = upstream.seen()[0];
   // Re-framing (chunked, or a Content-Length) is keyshim's choice; the bytes
   // are not, and the upstream must never get both framings at once.
-  EXPECT_TRUE(same_bytes(joined(chunks), seen.body));
+  EXPECT_TRUE(same_bytes(transparency_joined(chunks), seen.body));
   EXPECT_FALSE(seen.has_header("Content-Length") && seen.has_header("Transfer-Encoding"));
 }
 
@@ -343,22 +346,23 @@ TEST(Transparency, GzipResponseBodyPassesCompressedAndUnchanged) {
                                      "data: {\"n\":2,\"blob\":\"" + std::string(200000, 'q') + "\"}\n\n",
                                      "data: [DONE]\n\n"};
   std::vector<std::string> compressed = gzip_pieces(events);
-  ASSERT_EQ(gunzip(joined(compressed)), joined(events)) << "the test's own gzip stream";
+  ASSERT_EQ(transparency_gunzip(transparency_joined(compressed)), transparency_joined(events))
+      << "the test's own gzip stream";
   Scripted s;
   s.headers = {{"Content-Type", "text/event-stream"}, {"Content-Encoding", "gzip"}};
   s.pieces = compressed;
   upstream.push(s);
   Shim shim(pool_toml(1), upstream.base_url());
 
-  RawResponse res =
-      round_trip(shim, make_request("POST", "/v1/chat/completions", R"({"stream":true})",
-                                    "Accept: text/event-stream\r\nAccept-Encoding: gzip, br, zstd\r\n"));
+  RawResponse res = transparency_round_trip(
+      shim, make_request("POST", "/v1/chat/completions", R"({"stream":true})",
+                         "Accept: text/event-stream\r\nAccept-Encoding: gzip, br, zstd\r\n"));
 
   EXPECT_EQ(res.status, 200);
   EXPECT_TRUE(res.complete);
   EXPECT_EQ(res.header("Content-Encoding"), "gzip");
   EXPECT_EQ(res.header("Content-Type"), "text/event-stream");
-  EXPECT_TRUE(same_bytes(joined(compressed), res.body));
+  EXPECT_TRUE(same_bytes(transparency_joined(compressed), res.body));
 }
 
 TEST(Transparency, GzipEventStreamIsRelayedAsItArrives) {
@@ -383,7 +387,7 @@ TEST(Transparency, GzipEventStreamIsRelayedAsItArrives) {
 
   EXPECT_TRUE(first_piece_arrived) << "the first compressed event was held back";
   ASSERT_TRUE(conn.read_response(10s));
-  EXPECT_TRUE(same_bytes(joined(compressed), parse_response(conn.received()).body));
+  EXPECT_TRUE(same_bytes(transparency_joined(compressed), parse_response(conn.received()).body));
 }
 
 TEST(Transparency, MethodAndRawTargetArriveUnchanged) {
@@ -393,7 +397,8 @@ TEST(Transparency, MethodAndRawTargetArriveUnchanged) {
   const std::vector<std::string> methods = {"GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"};
   for (const std::string& method : methods) {
     bool with_body = method == "POST" || method == "PUT" || method == "PATCH";
-    EXPECT_EQ(round_trip(shim, make_request(method, target, with_body ? "{}" : "")).status, 200) << method;
+    EXPECT_EQ(transparency_round_trip(shim, make_request(method, target, with_body ? "{}" : "")).status, 200)
+        << method;
   }
   auto seen = upstream.seen();
   ASSERT_EQ(seen.size(), methods.size());
@@ -406,8 +411,9 @@ TEST(Transparency, MethodAndRawTargetArriveUnchanged) {
 TEST(Transparency, ClientKeyQueryParameterNeverReachesTheUpstream) {
   FakeUpstream upstream;
   Shim shim(pool_toml(1), upstream.base_url()); // auth = bearer
-  ASSERT_EQ(round_trip(shim, make_request("GET", "/v1/x?a=%41&key=placeholder&b=2")).status, 200);
-  ASSERT_EQ(round_trip(shim, make_request("GET", "/v1/x?key=placeholder")).status, 200);
+  ASSERT_EQ(transparency_round_trip(shim, make_request("GET", "/v1/x?a=%41&key=placeholder&b=2")).status,
+            200);
+  ASSERT_EQ(transparency_round_trip(shim, make_request("GET", "/v1/x?key=placeholder")).status, 200);
   auto seen = upstream.seen();
   ASSERT_EQ(seen.size(), 2u);
   EXPECT_EQ(seen[0].target, "/v1/x?a=%41&b=2") << "the rest of the query stays as sent";

@@ -28,7 +28,7 @@ std::string waiting_pools(const std::string& url) {
 }
 
 // A stream the upstream holds after its first event, until release().
-Scripted held_stream() {
+Scripted waiting_held_stream() {
   Scripted s;
   s.headers = {{"Content-Type", "text/event-stream"}};
   s.pieces = {"data: 1\n\n", "data: 2\n\n"};
@@ -36,7 +36,7 @@ Scripted held_stream() {
   return s;
 }
 
-std::string post(const std::string& target) {
+std::string waiting_post(const std::string& target) {
   return make_request("POST", target, "{}");
 }
 
@@ -48,7 +48,7 @@ std::vector<std::string> targets_seen(const FakeUpstream& upstream) {
   return targets;
 }
 
-pool::KeyHealth health(Shim& shim, const std::string& pool) {
+pool::KeyHealth waiting_health(Shim& shim, const std::string& pool) {
   auto state = shim.server().state();
   for (const relay::ServedPool& served : state->pools) {
     if (served.config->name == pool) {
@@ -61,32 +61,32 @@ pool::KeyHealth health(Shim& shim, const std::string& pool) {
 
 // The debug line a request logs when it starts to wait: the signal that it
 // is in the wait room, so the test needs no sleep to know it got there.
-std::string waits(const std::string& path) {
+std::string wait_logged(const std::string& path) {
   return path + " waits up to";
 }
 
 // Send a request the upstream holds: true once its first event arrived, so
 // it holds its key.
 bool hold_the_key(RawConnection& conn, const std::string& target) {
-  conn.send(post(target));
+  conn.send(waiting_post(target));
   return conn.read_until("data: 1");
 }
 
 TEST(Waiting, RequestsWaitInArrivalOrderForABusyKeyAndAreSentOnlyWhenTheSlotFrees) {
   LogCapture logs;
   FakeUpstream upstream;
-  upstream.push(held_stream());
+  upstream.push(waiting_held_stream());
   Shim shim(waiting_pools(upstream.base_url()), "");
   RawConnection first(shim.port());
   ASSERT_TRUE(hold_the_key(first, "/wait/v1/first")) << first.received();
   RawConnection second(shim.port());
-  second.send(post("/wait/v1/second"));
-  ASSERT_TRUE(logs.wait_for(waits("POST /wait/v1/second")));
+  second.send(waiting_post("/wait/v1/second"));
+  ASSERT_TRUE(logs.wait_for(wait_logged("POST /wait/v1/second")));
   RawConnection third(shim.port());
-  third.send(post("/wait/v1/third"));
-  ASSERT_TRUE(logs.wait_for(waits("POST /wait/v1/third")));
+  third.send(waiting_post("/wait/v1/third"));
+  ASSERT_TRUE(logs.wait_for(wait_logged("POST /wait/v1/third")));
   EXPECT_EQ(upstream.request_count(), 1u) << "a waiting request was sent";
-  EXPECT_EQ(health(shim, "wait").in_flight, 1);
+  EXPECT_EQ(waiting_health(shim, "wait").in_flight, 1);
 
   upstream.release();
   for (RawConnection* conn : {&first, &second, &third}) {
@@ -103,12 +103,12 @@ TEST(Waiting, RequestsWaitInArrivalOrderForABusyKeyAndAreSentOnlyWhenTheSlotFree
 
 TEST(Waiting, APoolWithoutMaxWaitAnswersABusyKey503AtOnce) {
   FakeUpstream upstream;
-  upstream.push(held_stream());
+  upstream.push(waiting_held_stream());
   Shim shim(waiting_pools(upstream.base_url()), "");
   RawConnection first(shim.port());
   ASSERT_TRUE(hold_the_key(first, "/nowait/v1/first")) << first.received();
   RawConnection second(shim.port());
-  second.send(post("/nowait/v1/second"));
+  second.send(waiting_post("/nowait/v1/second"));
   ASSERT_TRUE(second.read_response());
   RawResponse res = parse_response(second.received());
   EXPECT_EQ(res.status, 503);
@@ -116,7 +116,7 @@ TEST(Waiting, APoolWithoutMaxWaitAnswersABusyKey503AtOnce) {
   EXPECT_NE(res.body.find("\"code\":\"no_key_available\""), std::string::npos) << res.body;
   EXPECT_NE(res.body.find("max_concurrent"), std::string::npos) << res.body;
   // "At once": the answer came while the first request still holds the key.
-  EXPECT_EQ(health(shim, "nowait").in_flight, 1);
+  EXPECT_EQ(waiting_health(shim, "nowait").in_flight, 1);
   EXPECT_EQ(upstream.request_count(), 1u);
   upstream.release();
   ASSERT_TRUE(first.read_response());
@@ -126,18 +126,18 @@ TEST(Waiting, APoolWithoutMaxWaitAnswersABusyKey503AtOnce) {
 TEST(Waiting, AWaitThatOutlastsMaxWaitIsAnswered503WithRetryAfter) {
   LogCapture logs;
   FakeUpstream upstream;
-  upstream.push(held_stream());
+  upstream.push(waiting_held_stream());
   Shim shim(waiting_pools(upstream.base_url()), "");
   RawConnection first(shim.port());
   ASSERT_TRUE(hold_the_key(first, "/brief/v1/first")) << first.received();
   RawConnection second(shim.port());
-  second.send(post("/brief/v1/second"));
+  second.send(waiting_post("/brief/v1/second"));
   ASSERT_TRUE(second.read_response());
   RawResponse res = parse_response(second.received());
   EXPECT_EQ(res.status, 503);
   EXPECT_EQ(res.header("Retry-After"), "1");
   EXPECT_NE(res.body.find("(waited "), std::string::npos) << res.body;
-  EXPECT_TRUE(logs.contains(waits("POST /brief/v1/second"))) << "it answered without waiting";
+  EXPECT_TRUE(logs.contains(wait_logged("POST /brief/v1/second"))) << "it answered without waiting";
   EXPECT_EQ(upstream.request_count(), 1u);
   upstream.release();
   ASSERT_TRUE(first.read_response());
@@ -148,15 +148,15 @@ TEST(Waiting, AWaitThatOutlastsMaxWaitIsAnswered503WithRetryAfter) {
 TEST(Waiting, EveryWaiterInTheQueueIsAnswered503AtItsMaxWait) {
   LogCapture logs;
   FakeUpstream upstream;
-  upstream.push(held_stream());
+  upstream.push(waiting_held_stream());
   Shim shim(waiting_pools(upstream.base_url()), "");
   RawConnection first(shim.port());
   ASSERT_TRUE(hold_the_key(first, "/brief/v1/first")) << first.received();
   RawConnection second(shim.port());
-  second.send(post("/brief/v1/second"));
-  ASSERT_TRUE(logs.wait_for(waits("POST /brief/v1/second")));
+  second.send(waiting_post("/brief/v1/second"));
+  ASSERT_TRUE(logs.wait_for(wait_logged("POST /brief/v1/second")));
   RawConnection third(shim.port());
-  third.send(post("/brief/v1/third"));
+  third.send(waiting_post("/brief/v1/third"));
   for (RawConnection* conn : {&second, &third}) {
     ASSERT_TRUE(conn->read_response());
     RawResponse res = parse_response(conn->received());
@@ -189,7 +189,7 @@ TEST(Waiting, ACooldownLongerThanMaxWaitIsAnswered503AtOnceWithItsRetryAfter) {
   int retry_after = std::stoi(res->get_header_value("Retry-After"));
   EXPECT_GT(retry_after, 3500);
   EXPECT_LE(retry_after, 3600);
-  EXPECT_FALSE(logs.contains(waits("POST /v1/embeddings")));
+  EXPECT_FALSE(logs.contains(wait_logged("POST /v1/embeddings")));
   EXPECT_EQ(upstream.request_count(), 1u);
 }
 
@@ -243,46 +243,46 @@ TEST(Waiting, AModelCooldownShorterThanMaxWaitIsWaitedOutAndTheSameKeyServes) {
 TEST(Waiting, AClientThatHangsUpWhileWaitingIsRemovedAndNeverSent) {
   LogCapture logs;
   FakeUpstream upstream;
-  upstream.push(held_stream());
+  upstream.push(waiting_held_stream());
   Shim shim(waiting_pools(upstream.base_url()), "");
   RawConnection first(shim.port());
   ASSERT_TRUE(hold_the_key(first, "/wait/v1/first")) << first.received();
   {
     RawConnection quitter(shim.port());
-    quitter.send(post("/wait/v1/quitter"));
-    ASSERT_TRUE(logs.wait_for(waits("POST /wait/v1/quitter")));
+    quitter.send(waiting_post("/wait/v1/quitter"));
+    ASSERT_TRUE(logs.wait_for(wait_logged("POST /wait/v1/quitter")));
     quitter.close();
   }
   // Its request line is written as soon as the hang-up is seen, while the
   // key is still busy: it left the wait then, not when the slot freed.
   ASSERT_TRUE(logs.wait_for("POST /wait/v1/quitter 499 pool=wait")) << logs.text();
-  EXPECT_EQ(health(shim, "wait").in_flight, 1);
+  EXPECT_EQ(waiting_health(shim, "wait").in_flight, 1);
 
   upstream.release();
   ASSERT_TRUE(first.read_response());
   EXPECT_TRUE(parse_response(first.received()).complete);
   // The freed slot goes to the next request, not to the one that left.
   RawConnection next(shim.port());
-  next.send(post("/wait/v1/next"));
+  next.send(waiting_post("/wait/v1/next"));
   ASSERT_TRUE(next.read_response());
   EXPECT_EQ(parse_response(next.received()).status, 200);
   EXPECT_EQ(targets_seen(upstream), (std::vector<std::string>{"/v1/first", "/v1/next"}));
   // The key is released before the request line is written, which can be
   // just after the client has read its answer.
   ASSERT_TRUE(logs.wait_for("POST /wait/v1/next 200"));
-  EXPECT_EQ(health(shim, "wait").in_flight, 0);
+  EXPECT_EQ(waiting_health(shim, "wait").in_flight, 0);
 }
 
 TEST(Waiting, ShutdownAnswersAWaitingRequest503AtOnce) {
   LogCapture logs;
   FakeUpstream upstream;
-  upstream.push(held_stream());
+  upstream.push(waiting_held_stream());
   Shim shim(waiting_pools(upstream.base_url()), "");
   RawConnection first(shim.port());
   ASSERT_TRUE(hold_the_key(first, "/wait/v1/first")) << first.received();
   RawConnection waiting(shim.port());
-  waiting.send(post("/wait/v1/second"));
-  ASSERT_TRUE(logs.wait_for(waits("POST /wait/v1/second")));
+  waiting.send(waiting_post("/wait/v1/second"));
+  ASSERT_TRUE(logs.wait_for(wait_logged("POST /wait/v1/second")));
 
   shim.server().begin_shutdown();
   ASSERT_TRUE(waiting.read_response());
@@ -291,7 +291,7 @@ TEST(Waiting, ShutdownAnswersAWaitingRequest503AtOnce) {
   EXPECT_EQ(res.header("Retry-After"), "1");
   EXPECT_NE(res.body.find("\"code\":\"shutting_down\""), std::string::npos) << res.body;
   // Well before max_wait (10 s): the first request still holds the key.
-  EXPECT_EQ(health(shim, "wait").in_flight, 1);
+  EXPECT_EQ(waiting_health(shim, "wait").in_flight, 1);
   EXPECT_EQ(upstream.request_count(), 1u);
 
   // The request in flight drains normally.
@@ -308,7 +308,7 @@ TEST(Waiting, ShutdownAnswersAWaitingRequest503AtOnce) {
 // up the drain: nobody starts to wait once shutdown has begun.
 TEST(Waiting, ARequestThatWouldWaitAfterShutdownBeganIsAnswered503AtOnce) {
   FakeUpstream upstream;
-  upstream.push(held_stream());
+  upstream.push(waiting_held_stream());
   Shim shim(waiting_pools(upstream.base_url()), "");
   RawConnection first(shim.port());
   ASSERT_TRUE(hold_the_key(first, "/wait/v1/first")) << first.received();
@@ -327,7 +327,7 @@ TEST(Waiting, ARequestThatWouldWaitAfterShutdownBeganIsAnswered503AtOnce) {
   RawResponse res = parse_response(received.substr(received.find("\r\n\r\n") + 4));
   EXPECT_EQ(res.status, 503);
   EXPECT_EQ(res.header("Retry-After"), "1");
-  EXPECT_EQ(health(shim, "wait").in_flight, 1) << "the 503 came only when the key was free";
+  EXPECT_EQ(waiting_health(shim, "wait").in_flight, 1) << "the 503 came only when the key was free";
   EXPECT_EQ(upstream.request_count(), 1u);
   upstream.release();
   ASSERT_TRUE(first.read_response());

@@ -18,7 +18,7 @@ std::string fish_quote(std::string_view text) {
 }
 
 // switch "$path:$word": a word that names a subcommand of the path so far descends into it.
-std::string descend_cases(const std::vector<const CommandDoc*>& commands) {
+std::string fish_descend_cases(const std::vector<const CommandDoc*>& commands) {
   std::string out;
   for (const CommandDoc* command : commands) {
     for (const CommandDoc& sub : command->subcommands) {
@@ -111,7 +111,7 @@ complete -c keyshim -f
 
 std::string fish_completion(const CommandDoc& root) {
   std::vector<const CommandDoc*> commands = all_commands(root);
-  std::string out = fmt::format(k_functions, fmt::arg("descend", descend_cases(commands)));
+  std::string out = fmt::format(k_functions, fmt::arg("descend", fish_descend_cases(commands)));
   for (const CommandDoc* command : commands) {
     out += command_lines(*command);
   }

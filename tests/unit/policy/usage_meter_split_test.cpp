@@ -24,7 +24,8 @@ using test::meter_whole;
 using test::usage_body;
 
 // `body` cut into pieces of random sizes from 1 to `max_piece` (fixed seed).
-std::vector<std::string_view> random_pieces(std::string_view body, std::size_t max_piece, unsigned seed) {
+std::vector<std::string_view> random_body_pieces(std::string_view body, std::size_t max_piece,
+                                                 unsigned seed) {
   std::mt19937 random(seed);
   std::uniform_int_distribution<std::size_t> size(1, max_piece);
   std::vector<std::string_view> pieces;
@@ -51,7 +52,7 @@ void expect_any_split_counts(std::string_view content_type, std::string_view enc
   EXPECT_EQ(meter_pieces(content_type, encoding, byte_pieces(body)), expected) << "byte by byte";
   for (unsigned seed = 1; seed <= 20; ++seed) {
     for (std::size_t max_piece : {7, 100, 4096}) {
-      EXPECT_EQ(meter_pieces(content_type, encoding, random_pieces(body, max_piece, seed)), expected)
+      EXPECT_EQ(meter_pieces(content_type, encoding, random_body_pieces(body, max_piece, seed)), expected)
           << "random pieces up to " << max_piece << ", seed " << seed;
     }
   }

@@ -15,7 +15,7 @@ using namespace std::chrono_literals;
 using config::Strategy;
 using test::make_keys;
 
-int take_for(KeyPool& pool, const std::string& model, bool* probe = nullptr) {
+int take_probing_for(KeyPool& pool, const std::string& model, bool* probe = nullptr) {
   Selection selection = pool.acquire({}, &model);
   if (probe != nullptr) {
     *probe = selection.probe;
@@ -33,8 +33,8 @@ protected:
 
 TEST_F(ModelHealthTest, AModelCoolingOnAKeyLeavesItServingOtherModels) {
   m_pool.report(0, &m_sick, test::cool(429, 60s, true, "429", Scope::model));
-  EXPECT_EQ(take_for(m_pool, m_sick), 1);
-  EXPECT_EQ(take_for(m_pool, m_fine), 0);
+  EXPECT_EQ(take_probing_for(m_pool, m_sick), 1);
+  EXPECT_EQ(take_probing_for(m_pool, m_fine), 0);
   EXPECT_EQ(test::take(m_pool), 0); // a request naming no model sees the key's own state
   EXPECT_EQ(m_pool.health(0).state, KeyState::available);
   EXPECT_EQ(m_pool.counts().available, 2);
@@ -48,20 +48,20 @@ TEST_F(ModelHealthTest, NoEligibleKeyForAModelGivesItsOwnEarliestEnd) {
   ASSERT_TRUE(none.earliest_available);
   EXPECT_EQ(*none.earliest_available, m_clock.now() + 30s);
   EXPECT_FALSE(m_pool.earliest_available()); // nothing cools for requests without a model
-  EXPECT_EQ(take_for(m_pool, m_fine), 0);
+  EXPECT_EQ(take_probing_for(m_pool, m_fine), 0);
 }
 
 TEST_F(ModelHealthTest, AfterTheCooldownOneRequestProbesAndOthersUseOtherKeys) {
   m_pool.report(0, &m_sick, test::cool(429, 10s, true, "429", Scope::model));
   m_clock.advance(10s);
   bool probe = false;
-  EXPECT_EQ(take_for(m_pool, m_sick, &probe), 0);
+  EXPECT_EQ(take_probing_for(m_pool, m_sick, &probe), 0);
   EXPECT_TRUE(probe);
-  EXPECT_EQ(take_for(m_pool, m_sick, &probe), 1); // the probe is in flight: another key
+  EXPECT_EQ(take_probing_for(m_pool, m_sick, &probe), 1); // the probe is in flight: another key
   EXPECT_FALSE(probe);
   m_pool.release(1);
   m_pool.release(0, &m_sick); // the probe ended without a verdict (its client left)
-  EXPECT_EQ(take_for(m_pool, m_sick, &probe), 0);
+  EXPECT_EQ(take_probing_for(m_pool, m_sick, &probe), 0);
   EXPECT_TRUE(probe); // the next request probes again
 }
 
@@ -69,7 +69,7 @@ TEST_F(ModelHealthTest, AWaitingRequestSeesAProbeInFlightAsBusy) {
   KeyPool one(make_keys({"only"}), Strategy::ordered, m_clock);
   one.report(0, &m_sick, test::cool(429, 1s, true, "429", Scope::model));
   m_clock.advance(1s);
-  ASSERT_EQ(take_for(one, m_sick), 0);
+  ASSERT_EQ(take_probing_for(one, m_sick), 0);
   Selection none = one.acquire({}, &m_sick);
   EXPECT_FALSE(none.index);
   EXPECT_TRUE(none.busy);
@@ -79,7 +79,7 @@ TEST_F(ModelHealthTest, ASuccessfulProbeClearsTheModelAndAFailedOneCountsForTheP
   m_pool.report(0, &m_sick, test::cool(429, 10s, true, "429", Scope::model));
   EXPECT_EQ(m_pool.streaks(0, &m_sick).rate_limits, 1);
   m_clock.advance(10s);
-  ASSERT_EQ(take_for(m_pool, m_sick), 0);
+  ASSERT_EQ(take_probing_for(m_pool, m_sick), 0);
   // The probe failed: the policy doubled the cooldown.
   m_pool.report(0, &m_sick, test::cool(429, 20s, true, "429", Scope::model));
   EXPECT_EQ(m_pool.streaks(0, &m_sick).rate_limits, 2);
@@ -87,7 +87,7 @@ TEST_F(ModelHealthTest, ASuccessfulProbeClearsTheModelAndAFailedOneCountsForTheP
   EXPECT_EQ(m_pool.streaks(0, &m_fine).rate_limits, 0);
   m_pool.release(0, &m_sick);
   m_clock.advance(20s);
-  ASSERT_EQ(take_for(m_pool, m_sick), 0);
+  ASSERT_EQ(take_probing_for(m_pool, m_sick), 0);
   m_pool.report(0, &m_sick, test::success(200));
   m_pool.release(0, &m_sick);
   EXPECT_TRUE(m_pool.health(0).models.empty());
@@ -100,8 +100,8 @@ TEST_F(ModelHealthTest, AModelsFailureStreakCoolsOnlyThatModel) {
   }
   EXPECT_EQ(m_pool.streaks(0, &m_sick).failures, 3);
   EXPECT_EQ(m_pool.health(0).consecutive_failures, 0);
-  EXPECT_EQ(take_for(m_pool, m_sick), 1);
-  EXPECT_EQ(take_for(m_pool, m_fine), 0);
+  EXPECT_EQ(take_probing_for(m_pool, m_sick), 1);
+  EXPECT_EQ(take_probing_for(m_pool, m_fine), 0);
 }
 
 TEST(ModelTable, AFloodOfModelNamesIsCappedOldestCalmFirst) {

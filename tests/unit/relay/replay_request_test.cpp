@@ -12,7 +12,7 @@
 namespace keyshim::relay {
 namespace {
 
-http::request_header<> parse_request(std::string_view text) {
+http::request_header<> parse_replay_header(std::string_view text) {
   http::request_parser<http::empty_body> parser;
   ErrorCode ec;
   parser.put(asio::buffer(text.data(), text.size()), ec);
@@ -35,8 +35,8 @@ protected:
   }
 
   ReplayRequest read(const std::string& fields) {
-    return read_replay_request(parse_request("POST /v1/x HTTP/1.1\r\nHost: 127.0.0.1\r\n" + fields + "\r\n"),
-                               m_keys, m_pool);
+    return read_replay_request(
+        parse_replay_header("POST /v1/x HTTP/1.1\r\nHost: 127.0.0.1\r\n" + fields + "\r\n"), m_keys, m_pool);
   }
 
   test::FakeClock m_clock;

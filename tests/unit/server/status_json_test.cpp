@@ -16,9 +16,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const util::TimePoint k_now = std::chrono::system_clock::from_time_t(1'800'000'000);
+const util::TimePoint k_status_now = std::chrono::system_clock::from_time_t(1'800'000'000);
 
-pool::KeySnapshot key(std::string label, pool::KeyState state) {
+pool::KeySnapshot status_key(std::string label, pool::KeyState state) {
   pool::KeySnapshot snapshot;
   snapshot.label = std::move(label);
   snapshot.fingerprint = "sk-...Wq9z";
@@ -29,9 +29,9 @@ pool::KeySnapshot key(std::string label, pool::KeyState state) {
 
 // "team" cooling 20 s with one model cooling and one waiting for its probe,
 // serving only some models; "old" disabled with a reason that needs escaping.
-std::vector<PoolReport> reports() {
-  pool::KeySnapshot team = key("team", pool::KeyState::cooling);
-  team.health.until = k_now + 20s;
+std::vector<PoolReport> status_reports() {
+  pool::KeySnapshot team = status_key("team", pool::KeyState::cooling);
+  team.health.until = k_status_now + 20s;
   team.health.reason = "429 Retry-After";
   team.health.ok_count = 2;
   team.health.error_count = 3;
@@ -43,22 +43,22 @@ std::vector<PoolReport> reports() {
   team.health.total.output_tokens = 310;
   team.health.today.requests = 1;
   team.sessions = 2;
-  team.health.last_error = pool::LastError{429, "429 Retry-After", k_now - 12s};
+  team.health.last_error = pool::LastError{429, "429 Retry-After", k_status_now - 12s};
   team.max_concurrent = 4;
   pool::ModelHealth cooling;
   cooling.model = "gpt-4o";
   cooling.cooled = true;
-  cooling.until = k_now + 7500ms;
+  cooling.until = k_status_now + 7500ms;
   cooling.reason = "429";
   pool::ModelHealth probing = cooling;
   probing.model = "o1";
-  probing.until = k_now - 1s;
+  probing.until = k_status_now - 1s;
   probing.probing = true;
   pool::ModelHealth calm;
   calm.model = "gpt-4o-mini";
   team.health.models = {cooling, probing, calm};
   team.models = config::ModelFilter{std::vector<std::string>{"gpt-4o*", "o1"}, {"gpt-4o-audio*"}};
-  pool::KeySnapshot old = key("old", pool::KeyState::disabled);
+  pool::KeySnapshot old = status_key("old", pool::KeyState::disabled);
   old.health.reason = "401 \"invalid\\key\"\n";
   return {PoolReport{"default", "/", "https://api.openai.com/v1", {team, old}, {2, 0, 1, 1}, 3, 4200ms}};
 }
@@ -90,14 +90,14 @@ TEST(StatusJson, StatusHasThePinnedShape) {
       R"("total":{},"replays":{},"limits":[],"models":[],"quota":null,"token":null}}]}}],)"
       R"("captures":{{"entries":7,"size":200,"bytes":9000}}}})",
       k_version, usage_zero, usage_zero, usage_zero, usage_zero);
-  EXPECT_EQ(status_json(reports(), k_now, info), expected);
+  EXPECT_EQ(status_json(status_reports(), k_status_now, info), expected);
 }
 
 TEST(StatusJson, EachOwnLimitShowsItsUseAndWhenItsWindowResets) {
-  std::vector<PoolReport> pools = reports();
-  pools[0].keys[1].limits = {{"requests_per_minute", "requests", "minute", 2, 2, k_now + 34s},
-                             {"tokens_per_day", "tokens", "day", 2'500'000, 2'000'000, k_now + 10h}};
-  std::string text = status_json(pools, k_now, InstanceInfo{});
+  std::vector<PoolReport> pools = status_reports();
+  pools[0].keys[1].limits = {{"requests_per_minute", "requests", "minute", 2, 2, k_status_now + 34s},
+                             {"tokens_per_day", "tokens", "day", 2'500'000, 2'000'000, k_status_now + 10h}};
+  std::string text = status_json(pools, k_status_now, InstanceInfo{});
   EXPECT_NE(text.find(R"("limits":[{"name":"requests_per_minute","used":2,"limit":2,"per":"minute",)"
                       R"("resets":"2027-01-15T08:00:34Z","resets_in_ms":34000},{"name":"tokens_per_day",)"
                       R"("used":2500000,"limit":2000000,"per":"day","resets":"2027-01-15T18:00:00Z",)"
@@ -108,7 +108,7 @@ TEST(StatusJson, EachOwnLimitShowsItsUseAndWhenItsWindowResets) {
 
 TEST(StatusJson, ProblemIsAStringWhenThePoolFileIsUnusable) {
   InstanceInfo info{1, 0, "/k.toml", "keys.toml:3:1: unknown setting \"x\"", "127.0.0.1:1"};
-  std::optional<util::Json> json = util::parse_json(status_json({}, k_now, info));
+  std::optional<util::Json> json = util::parse_json(status_json({}, k_status_now, info));
   ASSERT_TRUE(json);
   EXPECT_EQ(json->string_at("problem"), "keys.toml:3:1: unknown setting \"x\"");
   EXPECT_TRUE(json->find("pools")->is_array());
@@ -116,9 +116,9 @@ TEST(StatusJson, ProblemIsAStringWhenThePoolFileIsUnusable) {
 }
 
 TEST(StatusJson, InvalidUtf8InALabelIsReplacedNotEmitted) {
-  std::vector<PoolReport> pools = reports();
+  std::vector<PoolReport> pools = status_reports();
   pools[0].keys[0].label = "te\xFFm";
-  std::string text = status_json(pools, k_now, InstanceInfo{});
+  std::string text = status_json(pools, k_status_now, InstanceInfo{});
   EXPECT_EQ(text.find('\xFF'), std::string::npos);
   EXPECT_NE(text.find("\"te\xEF\xBF\xBDm\""), std::string::npos);
   EXPECT_TRUE(util::parse_json(text));
@@ -127,14 +127,14 @@ TEST(StatusJson, InvalidUtf8InALabelIsReplacedNotEmitted) {
 // The limits a key's provider last reported, by kind, with only the figures
 // it gave; a kind it never reported is left out.
 TEST(StatusJson, QuotaShowsEachReportedLimit) {
-  std::vector<PoolReport> pools = reports();
+  std::vector<PoolReport> pools = status_reports();
   pool::KeyQuota quota;
-  quota.reported = k_now - 1s;
-  quota.kinds.at(static_cast<std::size_t>(pool::QuotaKind::requests)) = {500, 0, k_now + 2500ms};
-  quota.kinds.at(static_cast<std::size_t>(pool::QuotaKind::tokens)) = {30000, 1200, k_now - 1s};
+  quota.reported = k_status_now - 1s;
+  quota.kinds.at(static_cast<std::size_t>(pool::QuotaKind::requests)) = {500, 0, k_status_now + 2500ms};
+  quota.kinds.at(static_cast<std::size_t>(pool::QuotaKind::tokens)) = {30000, 1200, k_status_now - 1s};
   quota.kinds.at(static_cast<std::size_t>(pool::QuotaKind::unified)) = {std::nullopt, 58, std::nullopt};
   pools[0].keys[0].health.quota = quota;
-  std::string text = status_json(pools, k_now, InstanceInfo{});
+  std::string text = status_json(pools, k_status_now, InstanceInfo{});
   EXPECT_NE(text.find(R"("quota":{"requests":{"limit":500,"remaining":0,"reset":"2027-01-15T08:00:02Z",)"
                       R"("resets_in_ms":2500},"tokens":{"limit":30000,"remaining":1200,)"
                       R"("reset":"2027-01-15T07:59:59Z","resets_in_ms":0},)"
@@ -144,9 +144,10 @@ TEST(StatusJson, QuotaShowsEachReportedLimit) {
 }
 
 TEST(StatusJson, AKeyCmdKeyShowsItsTokensScheduleNeverTheToken) {
-  std::vector<PoolReport> pools = reports();
-  pools[0].keys[0].token = pool::TokenStatus{k_now + 10min, k_now + 5min, 3, "key_cmd: ERROR: offline"};
-  std::string text = status_json(pools, k_now, InstanceInfo{});
+  std::vector<PoolReport> pools = status_reports();
+  pools[0].keys[0].token =
+      pool::TokenStatus{k_status_now + 10min, k_status_now + 5min, 3, "key_cmd: ERROR: offline"};
+  std::string text = status_json(pools, k_status_now, InstanceInfo{});
   EXPECT_NE(text.find(R"("models":[{"model":"gpt-4o")"), std::string::npos);
   EXPECT_NE(text.find(R"("token":{"expires":"2027-01-15T08:10:00Z","next_run":"2027-01-15T08:05:00Z",)"
                       R"("refreshes":3,"error":"key_cmd: ERROR: offline"}})"),
@@ -158,11 +159,11 @@ TEST(StatusJson, AKeyCmdKeyShowsItsTokensScheduleNeverTheToken) {
 // Usage counters pass 2^53; /status prints them as exact integers, never as
 // rounded floats.
 TEST(StatusJson, CountersAboveTwoToThe53AreExactIntegers) {
-  std::vector<PoolReport> pools = reports();
+  std::vector<PoolReport> pools = status_reports();
   pools[0].keys[0].health.total.input_tokens = std::numeric_limits<std::uint64_t>::max();
   pools[0].keys[0].health.total.output_tokens = 9007199254740993; // 2^53 + 1
   pools[0].keys[0].health.ok_count = 27021597764222976;           // 3 x 2^53
-  std::string text = status_json(pools, k_now, InstanceInfo{});
+  std::string text = status_json(pools, k_status_now, InstanceInfo{});
   EXPECT_NE(text.find(R"("input_tokens":18446744073709551615,"output_tokens":9007199254740993})"),
             std::string::npos)
       << text;
