@@ -12,17 +12,6 @@
 namespace keyshim::test {
 namespace {
 
-const PoolKey k_reports_openai{"oa-main", "sk-openai-test-0123456789abcdef"};
-const PoolKey k_reports_anthropic{"ant-main", "sk-ant-test-0123456789abcdef"};
-const PoolKey k_reports_gemini{"gem-main", "AIza-gemini-test-0123456789abcdef"};
-
-std::string reports_three_pools(const FakeUpstream& openai, const FakeUpstream& anthropic,
-                                const FakeUpstream& gemini) {
-  return "[server]\n" + pool_section("openai", openai.base_url(), "auth = \"bearer\"\n", {k_reports_openai}) +
-         pool_section("anthropic", anthropic.base_url(), "auth = \"x-api-key\"\n", {k_reports_anthropic}) +
-         pool_section("gemini", gemini.base_url(), "auth = \"x-goog-api-key\"\n", {k_reports_gemini});
-}
-
 Scripted reports_sse(std::vector<std::string> pieces) {
   Scripted s;
   s.headers = {{"Content-Type", "text/event-stream"}};
@@ -96,7 +85,7 @@ TEST(PoolStatus, HealthAndStatusAreGroupedByPoolAndAPoolWithoutAKeyIsDegraded) {
   FakeUpstream anthropic;
   FakeUpstream gemini;
   openai.push(json(401, R"({"error":{"message":"invalid key"}})"));
-  Shim shim(reports_three_pools(openai, anthropic, gemini), "");
+  Shim shim(three_provider_pools(openai.base_url(), anthropic.base_url(), gemini.base_url()), "");
   httplib::Client client = reports_client_for(shim.port());
 
   auto healthy = client.Get("/health");
@@ -133,9 +122,9 @@ TEST(PoolStatus, HealthAndStatusAreGroupedByPoolAndAPoolWithoutAKeyIsDegraded) {
     const PoolKey& key;
     std::string state;
   };
-  for (const Expected& e : {Expected{"openai", openai, k_reports_openai, "disabled"},
-                            Expected{"anthropic", anthropic, k_reports_anthropic, "available"},
-                            Expected{"gemini", gemini, k_reports_gemini, "available"}}) {
+  for (const Expected& e : {Expected{"openai", openai, k_openai_key, "disabled"},
+                            Expected{"anthropic", anthropic, k_anthropic_key, "available"},
+                            Expected{"gemini", gemini, k_gemini_key, "available"}}) {
     util::Json pool = pool_named(status_doc, e.pool);
     EXPECT_EQ(pool.string_at("route"), "/" + e.pool);
     EXPECT_EQ(pool.string_at("upstream"), e.upstream.base_url());
@@ -147,7 +136,7 @@ TEST(PoolStatus, HealthAndStatusAreGroupedByPoolAndAPoolWithoutAKeyIsDegraded) {
     EXPECT_EQ(key.string_at("state"), e.state);
   }
   EXPECT_EQ(number_at(first_key(pool_named(status_doc, "openai")), {"today", "failures", "auth"}), 1);
-  EXPECT_EQ(status->body.find(k_reports_openai.secret), std::string::npos);
+  EXPECT_EQ(status->body.find(k_openai_key.secret), std::string::npos);
 }
 
 TEST(PoolUsage, StreamedUsageIsLoggedAndCountedForTheKeyThatServed) {
@@ -174,7 +163,7 @@ TEST(PoolUsage, StreamedUsageIsLoggedAndCountedForTheKeyThatServed) {
        "event: message_stop\n"
        R"(data: {"type":"message_stop"})"
        "\n\n"}));
-  Shim shim(reports_three_pools(openai, anthropic, gemini), "");
+  Shim shim(three_provider_pools(openai.base_url(), anthropic.base_url(), gemini.base_url()), "");
   httplib::Client client = reports_client_for(shim.port());
   ASSERT_EQ(client.Post("/openai/v1/chat/completions", R"({"stream":true})", "application/json")->status,
             200);

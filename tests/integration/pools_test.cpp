@@ -18,18 +18,6 @@
 namespace keyshim::test {
 namespace {
 
-const PoolKey k_pools_openai{"oa-main", "sk-openai-test-0123456789abcdef"};
-const PoolKey k_pools_anthropic{"ant-main", "sk-ant-test-0123456789abcdef"};
-const PoolKey k_pools_gemini{"gem-main", "AIza-gemini-test-0123456789abcdef"};
-
-// The three providers of the issue, each pool with its own auth style.
-std::string pools_three_pools(const FakeUpstream& openai, const FakeUpstream& anthropic,
-                              const FakeUpstream& gemini) {
-  return "[server]\n" + pool_section("openai", openai.base_url(), "auth = \"bearer\"\n", {k_pools_openai}) +
-         pool_section("anthropic", anthropic.base_url(), "auth = \"x-api-key\"\n", {k_pools_anthropic}) +
-         pool_section("gemini", gemini.base_url(), "auth = \"x-goog-api-key\"\n", {k_pools_gemini});
-}
-
 util::Json pools_parsed(const std::string& body) {
   std::optional<util::Json> doc = util::parse_json(body);
   EXPECT_TRUE(doc) << body;
@@ -79,14 +67,15 @@ TEST(PoolsBinary, EachProviderGetsItsOwnRequestsWithOnlyItsOwnKey) {
   FakeUpstream anthropic;
   FakeUpstream gemini;
   // Each refuses (401) any request that lacks its own key in its own header.
-  openai.require_key("Authorization", "Bearer " + k_pools_openai.secret);
-  anthropic.require_key("X-Api-Key", k_pools_anthropic.secret);
-  gemini.require_key("x-goog-api-key", k_pools_gemini.secret);
+  openai.require_key("Authorization", "Bearer " + k_openai_key.secret);
+  anthropic.require_key("X-Api-Key", k_anthropic_key.secret);
+  gemini.require_key("x-goog-api-key", k_gemini_key.secret);
   openai.push(json(200, R"({"from":"openai"})"));
   anthropic.push(json(200, R"({"from":"anthropic"})"));
   gemini.push(json(200, R"({"from":"gemini"})"));
   TempDir dir;
-  std::string path = dir.write("keys.toml", pools_three_pools(openai, anthropic, gemini), 0600);
+  std::string path = dir.write(
+      "keys.toml", three_provider_pools(openai.base_url(), anthropic.base_url(), gemini.base_url()), 0600);
   int port = unused_loopback_port();
   RunOptions options;
   options.timeout = std::chrono::seconds(30);
@@ -117,26 +106,26 @@ TEST(PoolsBinary, EachProviderGetsItsOwnRequestsWithOnlyItsOwnKey) {
   ASSERT_EQ(gemini.request_count(), 1u);
   SeenRequest to_openai = openai.seen().at(0);
   EXPECT_EQ(to_openai.target, "/v1/chat/completions");
-  EXPECT_EQ(to_openai.header("Authorization"), "Bearer " + k_pools_openai.secret);
+  EXPECT_EQ(to_openai.header("Authorization"), "Bearer " + k_openai_key.secret);
   EXPECT_FALSE(to_openai.has_header("x-api-key"));
   EXPECT_FALSE(to_openai.has_header("x-goog-api-key"));
   SeenRequest to_anthropic = anthropic.seen().at(0);
   EXPECT_EQ(to_anthropic.target, "/v1/messages");
-  EXPECT_EQ(to_anthropic.header("x-api-key"), k_pools_anthropic.secret);
+  EXPECT_EQ(to_anthropic.header("x-api-key"), k_anthropic_key.secret);
   EXPECT_FALSE(to_anthropic.has_header("Authorization"));
   EXPECT_FALSE(to_anthropic.has_header("x-goog-api-key"));
   SeenRequest to_gemini = gemini.seen().at(0);
   EXPECT_EQ(to_gemini.target, "/v1beta/models/x:generateContent");
-  EXPECT_EQ(to_gemini.header("x-goog-api-key"), k_pools_gemini.secret);
+  EXPECT_EQ(to_gemini.header("x-goog-api-key"), k_gemini_key.secret);
   EXPECT_FALSE(to_gemini.has_header("Authorization"));
   EXPECT_FALSE(to_gemini.has_header("x-api-key"));
   struct Crossing {
     const FakeUpstream& upstream;
     std::vector<const PoolKey*> foreign;
   };
-  for (const Crossing& c : {Crossing{openai, {&k_pools_anthropic, &k_pools_gemini}},
-                            Crossing{anthropic, {&k_pools_openai, &k_pools_gemini}},
-                            Crossing{gemini, {&k_pools_openai, &k_pools_anthropic}}}) {
+  for (const Crossing& c : {Crossing{openai, {&k_anthropic_key, &k_gemini_key}},
+                            Crossing{anthropic, {&k_openai_key, &k_gemini_key}},
+                            Crossing{gemini, {&k_openai_key, &k_anthropic_key}}}) {
     std::string seen = everything_seen(c.upstream);
     for (const PoolKey* key : c.foreign) {
       EXPECT_EQ(seen.find(key->secret), std::string::npos) << key->label << " reached another pool:\n"
@@ -155,7 +144,7 @@ TEST(PoolsBinary, EachProviderGetsItsOwnRequestsWithOnlyItsOwnKey) {
   RunResult result = serve.wait();
   EXPECT_EQ(result.exit_code, 0) << result.err;
   // Fingerprints show a key's first 4 characters; nothing after them may appear.
-  for (const PoolKey* key : {&k_pools_openai, &k_pools_anthropic, &k_pools_gemini}) {
+  for (const PoolKey* key : {&k_openai_key, &k_anthropic_key, &k_gemini_key}) {
     EXPECT_EQ(result.all_output().find(key->secret.substr(4)), std::string::npos)
         << key->label << " was printed";
   }
@@ -167,7 +156,7 @@ TEST(PoolRouting, APathNoPoolOwnsIs404NamingThePoolsWhenThereIsNoDefaultPool) {
   FakeUpstream openai;
   FakeUpstream anthropic;
   FakeUpstream gemini;
-  Shim shim(pools_three_pools(openai, anthropic, gemini), "");
+  Shim shim(three_provider_pools(openai.base_url(), anthropic.base_url(), gemini.base_url()), "");
   httplib::Client client = pools_client_for(shim.port());
   auto res = client.Post("/v1/chat/completions", "{}", "application/json");
   ASSERT_TRUE(res);
@@ -182,7 +171,7 @@ TEST(PoolRouting, APathNoPoolOwnsIs404NamingThePoolsWhenThereIsNoDefaultPool) {
 TEST(PoolRouting, APathNoPoolOwnsGoesToTheDefaultPoolUnchanged) {
   FakeUpstream fallback;
   FakeUpstream openai;
-  Shim shim(pool_toml(1) + pool_section("openai", openai.base_url(), "", {k_pools_openai}),
+  Shim shim(pool_toml(1) + pool_section("openai", openai.base_url(), "", {k_openai_key}),
             fallback.base_url());
   auto res = pools_client_for(shim.port()).Get("/v1/models");
   ASSERT_TRUE(res);
@@ -196,7 +185,7 @@ TEST(PoolRouting, APathNoPoolOwnsGoesToTheDefaultPoolUnchanged) {
 TEST(PoolRouting, ThePoolNameMustBeTheWholeFirstSegmentAndAloneMeansTheRoot) {
   FakeUpstream fallback;
   FakeUpstream openai;
-  Shim shim(pool_toml(1) + pool_section("openai", openai.base_url(), "", {k_pools_openai}),
+  Shim shim(pool_toml(1) + pool_section("openai", openai.base_url(), "", {k_openai_key}),
             fallback.base_url());
   httplib::Client client = pools_client_for(shim.port());
   // POST: GET and HEAD on a pool's root are answered by keyshim (pool_roots_test.cpp).
@@ -218,20 +207,19 @@ TEST(PoolRouting, ThePoolNameMustBeTheWholeFirstSegmentAndAloneMeansTheRoot) {
 TEST(PoolRouting, AQueryAuthPoolGetsItsKeyInTheQueryInPlaceOfTheClients) {
   LogCapture logs(util::LogLevel::info);
   FakeUpstream gemini;
-  Shim shim("[server]\n" +
-                pool_section("gemini", gemini.base_url(), "auth = \"query:key\"\n", {k_pools_gemini}),
-            "");
+  Shim shim(
+      "[server]\n" + pool_section("gemini", gemini.base_url(), "auth = \"query:key\"\n", {k_gemini_key}), "");
   auto res = pools_client_for(shim.port()).Get("/gemini/v1beta/models?key=placeholder&pageSize=5");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
   ASSERT_EQ(gemini.request_count(), 1u);
   SeenRequest seen = gemini.seen()[0];
-  EXPECT_EQ(seen.target, "/v1beta/models?pageSize=5&key=" + k_pools_gemini.secret);
+  EXPECT_EQ(seen.target, "/v1beta/models?pageSize=5&key=" + k_gemini_key.secret);
   EXPECT_FALSE(seen.has_header("x-goog-api-key"));
   EXPECT_FALSE(seen.has_header("Authorization"));
   // The log line has the path, never the query that carries the key.
   EXPECT_TRUE(logs.wait_for("GET /gemini/v1beta/models 200 pool=gemini key=gem-main")) << logs.text();
-  EXPECT_FALSE(logs.contains(k_pools_gemini.secret.substr(4)));
+  EXPECT_FALSE(logs.contains(k_gemini_key.secret.substr(4)));
 }
 
 // ---- reload

@@ -78,4 +78,15 @@ std::string pool_section(const std::string& name, const std::string& base_url, c
   return text;
 }
 
+const PoolKey k_openai_key{"oa-main", "sk-openai-test-0123456789abcdef"};
+const PoolKey k_anthropic_key{"ant-main", "sk-ant-test-0123456789abcdef"};
+const PoolKey k_gemini_key{"gem-main", "AIza-gemini-test-0123456789abcdef"};
+
+std::string three_provider_pools(const std::string& openai_url, const std::string& anthropic_url,
+                                 const std::string& gemini_url) {
+  return "[server]\n" + pool_section("openai", openai_url, "auth = \"bearer\"\n", {k_openai_key}) +
+         pool_section("anthropic", anthropic_url, "auth = \"x-api-key\"\n", {k_anthropic_key}) +
+         pool_section("gemini", gemini_url, "auth = \"x-goog-api-key\"\n", {k_gemini_key});
+}
+
 } // namespace keyshim::test

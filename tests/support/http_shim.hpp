@@ -54,4 +54,13 @@ struct PoolKey {
 std::string pool_section(const std::string& name, const std::string& base_url, const std::string& extra,
                          const std::vector<PoolKey>& keys);
 
+// One key for each provider's pool of three_provider_pools().
+extern const PoolKey k_openai_key;
+extern const PoolKey k_anthropic_key;
+extern const PoolKey k_gemini_key;
+// A pool file of the three providers, each pool with its own auth style
+// (bearer, x-api-key, x-goog-api-key) and its one key above.
+std::string three_provider_pools(const std::string& openai_url, const std::string& anthropic_url,
+                                 const std::string& gemini_url);
+
 } // namespace keyshim::test
