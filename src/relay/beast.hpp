@@ -7,7 +7,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
-#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/buffer_body.hpp>
@@ -30,7 +30,6 @@ using Acceptor = asio::basic_socket_acceptor<tcp, Executor>;
 using Resolver = asio::ip::basic_resolver<tcp, Executor>;
 using Timer = asio::basic_waitable_timer<std::chrono::steady_clock,
                                          asio::wait_traits<std::chrono::steady_clock>, Executor>;
-using TlsStream = ssl::stream<Socket>;
 using MonoTime = std::chrono::steady_clock::time_point;
 
 // The client's request as read: head and the whole body in one buffer.

@@ -47,7 +47,7 @@ UpstreamConn::UpstreamConn(Executor ex, std::string origin, std::shared_ptr<ssl:
                            std::optional<config::ProxyUrl> proxy)
     : m_origin(std::move(origin)), m_context(std::move(tls)), m_plain(ex), m_proxy(std::move(proxy)) {
   if (m_context) {
-    m_tls = std::make_unique<TlsStream>(ex, *m_context);
+    m_tls = std::make_unique<TlsSocket>(ex, *m_context);
   }
   m_buffer.reserve(k_read_bytes);
 }
@@ -139,8 +139,8 @@ void UpstreamConn::start_session() {
     finish_connect(ConnectFailure::tls, "cannot set up the host name check");
     return;
   }
-  m_tls->async_handshake(ssl::stream_base::client,
-                         [self = shared_from_this()](const ErrorCode& e) { self->on_handshake(e); });
+  m_tls->async_handshake(
+      [self = shared_from_this()](const ErrorCode& e, std::size_t) { self->on_handshake(e); });
 }
 
 void UpstreamConn::on_handshake(const ErrorCode& ec) {
@@ -154,26 +154,18 @@ void UpstreamConn::on_handshake(const ErrorCode& ec) {
   finish_connect(ConnectFailure::tls, detail);
 }
 
-// Asio's TLS engine decrypts one record per read, and each read's completion
-// is a trip through the event loop (an epoll_wait), so an upstream that
-// sends every event in a record of its own would cost a loop trip and a
-// client write per event. The engine's input is a BIO pair, never the
-// socket: SSL_read on it returns what has been received and decrypts, or
-// wants more without waiting. Asio's next read goes on from the same state.
+// A TLS read decrypts one record, and each read's completion is a trip
+// through the event loop (an epoll_wait), so an upstream that sends every
+// event in a record of its own would cost a loop trip and a client write
+// per event. The socket reads ahead: the records that one recv brought in
+// are decrypted here without waiting.
 std::size_t UpstreamConn::read_received() {
   if (!m_tls) {
     return 0;
   }
-  SSL* ssl = m_tls->native_handle();
-  auto space = m_buffer.prepare(k_tls_record_bytes);
-  ERR_clear_error();
-  int n = SSL_read(ssl, space.data(), static_cast<int>(space.size()));
-  if (n <= 0) {
-    ERR_clear_error(); // nothing received, or an error the next read reports
-    return 0;
-  }
-  m_buffer.commit(static_cast<std::size_t>(n));
-  return static_cast<std::size_t>(n);
+  std::size_t n = m_tls->read_received(m_buffer.prepare(k_tls_record_bytes));
+  m_buffer.commit(n);
+  return n;
 }
 
 // Each read is a recvfrom and its piece a sendmsg to the client, and on a

@@ -5,6 +5,7 @@
 #include "config/config.hpp"
 #include "relay/beast.hpp"
 #include "relay/tls_contexts.hpp"
+#include "relay/tls_socket.hpp"
 
 #include <chrono>
 #include <functional>
@@ -81,7 +82,7 @@ private:
   std::string m_origin;
   std::shared_ptr<ssl::context> m_context; // outlives a reload that replaced it
   Socket m_plain;
-  std::unique_ptr<TlsStream> m_tls;
+  std::unique_ptr<TlsSocket> m_tls;
   beast::flat_buffer m_buffer;
   std::optional<Resolver> m_resolver;
   std::string m_host; // the upstream's, for SNI and the certificate check

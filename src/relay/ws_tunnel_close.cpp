@@ -80,9 +80,10 @@ void WsTunnel::linger() {
   // TLS ends with close_notify, as nginx sends it, where no read is pending
   // on the stream (the upstream has ended its side); else with a FIN.
   m_upstream->with_stream([&](auto& stream) {
-    if constexpr (std::is_same_v<std::decay_t<decltype(stream)>, TlsStream>) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(stream)>, TlsSocket>) {
       if (!m_down.reading) {
-        stream.async_shutdown([self = shared_from_this(), conn = m_upstream](const ErrorCode&) {});
+        stream.async_shutdown(
+            [self = shared_from_this(), conn = m_upstream](const ErrorCode&, std::size_t) {});
         return;
       }
     }
