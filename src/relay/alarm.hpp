@@ -1,20 +1,22 @@
 #pragma once
 // Alarms: the deadlines of the exchange, the connection and the WebSocket
 // tunnel, on the relay's monotonic clock. A later deadline changes nothing:
-// the wait already pending fires early and its owner, by the clock, finds
-// its deadline not yet reached and arms again. Every change of the event
-// loop's earliest timer costs a timerfd_settime call, and a request moves
-// its deadlines several times (head, body, first byte, idle, the next
-// head), almost always later, so a busy loop re-arms a connection's timer
-// about once per timeout, not several times per request. Where the wait
-// happens is an AlarmSource: the event loop's timers (loop_alarms()), or,
-// in tests, a fake clock that rings each alarm as it advances past its time
+// the wait already pending rings early and its owner, by the clock, finds
+// its deadline not yet reached and arms again. A request moves its
+// deadlines several times (head, body, first byte, idle, the next head),
+// almost always later, so a connection's alarm is re-armed about once per
+// timeout, not several times per request. Where the wait happens is an
+// AlarmSource: the event loop's LoopAlarms, or, in tests, a fake clock that
+// rings each alarm as it advances past its time
 // (tests/support/fake_alarms.hpp). The source is asked only when a deadline
 // moves earlier or is cancelled, and the owner's handler is fixed once:
 // arming builds no handler object. Event-loop thread only.
 #include "relay/beast.hpp"
 
+#include <cstddef>
+#include <map>
 #include <memory>
+#include <vector>
 
 namespace keyshim::relay {
 
@@ -46,14 +48,57 @@ public:
   virtual void stop(Alarm& alarm) = 0;
 };
 
-// The event loop's timers: the real source, stateless and process-wide.
-AlarmSource& loop_alarms();
+// The event loop's alarms, all on one timer set for the earliest of them, as
+// nginx keeps its timers in one tree and sleeps until the first. Each alarm
+// with an asio timer of its own cost a timerfd_settime and a posted
+// completion (one more epoll_wait) per request: a request's deadlines begin
+// earlier than the loop's earliest, and end with a cancel. Here arming for
+// a later time than the earliest, and cancelling, touch no kernel timer and
+// post nothing; when the last alarm stops, the timer is stopped too, so that
+// a loop with nothing to wait for ends. A waiting alarm holds its owner, and
+// a stop never lets go of an owner's last reference inside the owner's own
+// call: that one is dropped from the loop, as an aborted handler would be.
+class LoopAlarms final : public AlarmSource {
+public:
+  explicit LoopAlarms(Executor ex) : m_timer(ex) {}
+  // Lets go of every owner that waits.
+  ~LoopAlarms() override;
+  LoopAlarms(const LoopAlarms&) = delete;
+  LoopAlarms& operator=(const LoopAlarms&) = delete;
+
+  void wait(Alarm& alarm, MonoTime due) override;
+  void stop(Alarm& alarm) override;
+  std::size_t waiting() const { return m_waits.size(); }
+
+private:
+  struct Wait {
+    Alarm* alarm;
+    unsigned epoch;
+    std::shared_ptr<void> keep;
+  };
+  using Waits = std::multimap<MonoTime, Wait>;
+  // Takes `alarm`'s wait, if it has one, out of the map.
+  void remove(Alarm& alarm);
+  // The timer's wait ends no later than `due`.
+  void wake_by(MonoTime due);
+  void on_timer(unsigned generation);
+  // Rings every alarm due at `now`, then waits for the next.
+  void ring_due(MonoTime now);
+  // Drops `keep` now, or from the loop when it is the owner's last reference.
+  void let_go(std::shared_ptr<void> keep);
+
+  Timer m_timer;
+  Waits m_waits;
+  std::vector<Waits::node_type> m_spare; // nodes of stopped waits, for the next ones: no allocation
+  std::vector<std::shared_ptr<void>> m_released; // last references, dropped from the loop
+  bool m_timer_pending = false;
+  MonoTime m_timer_due{};
+  unsigned m_generation = 0; // of the timer's wait: a replaced one is ignored
+};
 
 class Alarm {
 public:
-  // `ex` is the loop the alarm's timer runs on (unused by a fake source).
-  Alarm(AlarmSource& source, Executor ex, AlarmOwner& owner)
-      : m_source(source), m_timer(ex), m_owner(owner) {}
+  Alarm(AlarmSource& source, AlarmOwner& owner) : m_source(source), m_owner(owner) {}
   Alarm(const Alarm&) = delete;
   Alarm& operator=(const Alarm&) = delete;
 
@@ -63,10 +108,10 @@ public:
     if (m_pending && m_armed <= due) {
       return;
     }
+    ++m_epoch;
+    m_source.wait(*this, due); // in place of the wait at due(), if one is pending
     m_pending = true;
     m_armed = due;
-    ++m_epoch;
-    m_source.wait(*this, due);
   }
   // No on_alarm runs after this, until the next arm().
   void cancel() {
@@ -79,7 +124,8 @@ public:
 
   // ---- for an AlarmSource
   unsigned epoch() const { return m_epoch; }
-  Timer& timer() { return m_timer; }
+  // The time of the pending wait, if there is one.
+  MonoTime due() const { return m_armed; }
   std::shared_ptr<void> keep_owner() const { return m_owner.alarm_keepalive(); }
   // The wait begun at `epoch` is over: the owner hears of it unless the
   // alarm was armed again or cancelled since.
@@ -93,7 +139,6 @@ public:
 
 private:
   AlarmSource& m_source;
-  Timer m_timer;
   AlarmOwner& m_owner;
   MonoTime m_armed{};
   bool m_pending = false;

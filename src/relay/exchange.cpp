@@ -33,7 +33,7 @@ Exchange::Exchange(std::shared_ptr<const PoolState> state, const Route& route, C
       m_settings(&m_served->config->upstream), m_pool(m_served->keys.get()), m_request(std::move(request)),
       m_client(std::move(client)), m_context(context), m_started(context.mono.now()),
       m_plan(m_pool->size(), m_settings->max_attempts), m_out(m_client->socket()),
-      m_timer(context.alarms, m_client->socket().get_executor(), *this) {
+      m_timer(context.alarms, *this) {
   m_record.method = std::string(m_request.method_string());
   m_record.path = path_of(m_request.target()); // as the client sent it, with the pool's prefix
   m_record.pool = m_served->config->name;

@@ -99,7 +99,7 @@ struct RelayContext {
   AttemptSource& attempts; // each attempt's upstream connection (PooledAttempts)
   util::MonoClock& mono;   // deadlines and waits
   util::Clock& wall;       // cooldowns and Retry-After, which providers give as dates
-  AlarmSource& alarms;     // where deadlines wait for `mono` to pass them (loop_alarms())
+  AlarmSource& alarms;     // where deadlines wait for `mono` to pass them (the loop's LoopAlarms)
   WaitRoom& waits;
   const StateSource& states; // the newest pool file, for requests that waited
   TokenRefresh& tokens;      // runs key_cmd commands for new tokens, off the loop

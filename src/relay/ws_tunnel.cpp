@@ -31,7 +31,7 @@ constexpr std::uint16_t k_internal_error = 1011;
 WsTunnel::WsTunnel(Socket& client, std::shared_ptr<UpstreamConn> upstream, util::MonoClock& mono,
                    AlarmSource& alarms, milliseconds idle_timeout, std::shared_ptr<Events> events)
     : m_client(client), m_upstream(std::move(upstream)), m_mono(mono), m_idle_timeout(idle_timeout),
-      m_events(std::move(events)), m_alarm(alarms, client.get_executor(), *this) {
+      m_events(std::move(events)), m_alarm(alarms, *this) {
   m_up.buffer.reset(new char[k_read_size]);
   m_down.buffer.reset(new char[k_read_size]);
 }

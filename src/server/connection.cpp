@@ -33,7 +33,7 @@ std::string_view buffered(const relay::beast::flat_buffer& buffer) {
 
 Connection::Connection(relay::Socket socket, const ConnectionContext& context)
     : Member(context.registry), m_socket(std::move(socket)), m_context(context),
-      m_timer(context.relay.alarms, m_socket.get_executor(), *this) {
+      m_timer(context.relay.alarms, *this) {
 }
 
 void Connection::start() {

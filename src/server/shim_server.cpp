@@ -48,7 +48,7 @@ public:
   explicit Impl(ShimServer& server)
       : m_server(server), m_status_timer(m_ioc.get_executor()), m_upstreams(m_ioc.get_executor()),
         m_attempts(m_upstreams, util::steady_clock()),
-        m_relay{m_attempts, util::steady_clock(), util::system_clock(), relay::loop_alarms(),
+        m_relay{m_attempts, util::steady_clock(), util::system_clock(), m_alarms,
                 m_waits,    server.m_published,   server.m_tokens,      m_captures},
         m_own(server.m_options.config_path, server.m_published, server.m_listen, m_waits, m_captures),
         m_connection_context{
@@ -66,6 +66,7 @@ public:
   // lock/unlock pairs per operation, 1.6 % of a proxied request's
   // instructions. The scheduler keeps its lock for those posts.
   asio::io_context m_ioc{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
+  relay::LoopAlarms m_alarms{m_ioc.get_executor()};
   std::deque<Listener> m_listeners; // a deque: handlers hold references
   relay::Timer m_status_timer;
   relay::UpstreamPool m_upstreams;

@@ -1,5 +1,5 @@
 // Alarms: the rule (a later deadline changes nothing, cancel silences, the
-// owner is held while an alarm waits) on the event loop's timers, and the
+// owner is held while an alarm waits) on the event loop's one timer, and the
 // fake source the exchange and connection tests run on.
 #include "relay/alarm.hpp"
 #include "support/fake_alarms.hpp"
@@ -22,7 +22,7 @@ constexpr auto k_bound = 10s;
 // Counts its rings; may arm again from inside one.
 class Owner : public AlarmOwner, public std::enable_shared_from_this<Owner> {
 public:
-  Owner(AlarmSource& source, Executor ex) : alarm(source, ex, *this) {}
+  explicit Owner(AlarmSource& source) : alarm(source, *this) {}
   void on_alarm() override {
     ++rings;
     if (then) {
@@ -40,7 +40,8 @@ public:
 
 struct LoopAlarmTest : ::testing::Test {
   asio::io_context ioc{1};
-  std::shared_ptr<Owner> owner = std::make_shared<Owner>(loop_alarms(), ioc.get_executor());
+  LoopAlarms alarms{ioc.get_executor()};
+  std::shared_ptr<Owner> owner = std::make_shared<Owner>(alarms);
 
   bool run_until_idle() {
     ioc.run_for(k_bound);
@@ -62,14 +63,50 @@ TEST_F(LoopAlarmTest, AnEarlierDeadlineReplacesTheLaterWait) {
   EXPECT_EQ(owner->rings, 1);
 }
 
-TEST_F(LoopAlarmTest, CancelRingsNothingAndLetsGoOfTheOwner) {
+TEST_F(LoopAlarmTest, CancelRingsNothingAndLetsGoOfTheOwnerAtOnce) {
   owner->alarm.arm(Clock::now() + 5ms);
   std::weak_ptr<Owner> weak = owner;
   owner->alarm.cancel();
   owner.reset();
-  EXPECT_FALSE(weak.expired()) << "the aborted wait still holds its owner until it completes";
+  EXPECT_TRUE(weak.expired()) << "the cancelled wait still holds its owner";
+  EXPECT_EQ(alarms.waiting(), 0u);
+  EXPECT_TRUE(run_until_idle()) << "the timer still waits with no alarm left";
+}
+
+TEST_F(LoopAlarmTest, ACancelNeverDestroysTheOwnerInsideItsOwnCall) {
+  // The wait holds the owner's last reference, as when nothing else is
+  // pending for it: the owner is let go from the loop, after the call.
+  owner->alarm.arm(Clock::now() + 1h);
+  std::weak_ptr<Owner> weak = owner;
+  Owner* raw = owner.get();
+  owner.reset();
+  raw->alarm.cancel();
+  ASSERT_FALSE(weak.expired()) << "destroyed inside its own cancel()";
+  EXPECT_EQ(raw->rings, 0);
   EXPECT_TRUE(run_until_idle());
   EXPECT_TRUE(weak.expired());
+}
+
+TEST_F(LoopAlarmTest, AlarmsOfManyOwnersRingInDueOrderOnTheOneTimer) {
+  auto later = std::make_shared<Owner>(alarms);
+  std::vector<char> order;
+  owner->then = [&] { order.push_back('o'); };
+  later->then = [&] { order.push_back('l'); };
+  later->alarm.arm(Clock::now() + 20ms);
+  owner->alarm.arm(Clock::now() + 5ms);
+  EXPECT_EQ(alarms.waiting(), 2u);
+  EXPECT_TRUE(run_until_idle());
+  EXPECT_EQ(order, (std::vector<char>{'o', 'l'}));
+}
+
+TEST_F(LoopAlarmTest, CancellingOneAlarmLeavesTheOthersWaiting) {
+  auto other = std::make_shared<Owner>(alarms);
+  other->alarm.arm(Clock::now() + 5ms);
+  owner->alarm.arm(Clock::now() + 1ms);
+  owner->alarm.cancel();
+  EXPECT_TRUE(run_until_idle());
+  EXPECT_EQ(owner->rings, 0);
+  EXPECT_EQ(other->rings, 1);
 }
 
 TEST_F(LoopAlarmTest, AWaitingAlarmHoldsItsOwnerUntilItRings) {
@@ -107,8 +144,8 @@ struct FakeAlarmTest : ::testing::Test {
   asio::io_context ioc{1};
   test::FakeMonoClock clock;
   test::FakeAlarms alarms{clock};
-  std::shared_ptr<Owner> a = std::make_shared<Owner>(alarms, ioc.get_executor());
-  std::shared_ptr<Owner> b = std::make_shared<Owner>(alarms, ioc.get_executor());
+  std::shared_ptr<Owner> a = std::make_shared<Owner>(alarms);
+  std::shared_ptr<Owner> b = std::make_shared<Owner>(alarms);
 };
 
 TEST_F(FakeAlarmTest, RingsOnlyWhenTheClockReachesTheDeadline) {
