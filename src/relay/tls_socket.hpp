@@ -60,11 +60,19 @@ public:
   // Writes the buffers as one record where they fit in one (a request's head
   // and body), else the first one.
   template <class Buffers, class Token> auto async_write_some(const Buffers& buffers, Token&& token) {
-    asio::const_buffer from = first_of<asio::const_buffer>(buffers);
-    if (from.size() < k_record_bytes && from.size() < asio::buffer_size(buffers)) {
-      from = gather(asio::buffer_copy(gather_space(), buffers));
-    }
+    asio::const_buffer from = record_of(buffers);
     return start(Kind::write, const_cast<void*>(from.data()), from.size(), std::forward<Token>(token));
+  }
+  // As much of `buffers` as goes out without waiting: one record, or
+  // nothing when the socket is full (an async_write_some of the same
+  // buffers then sends the very same record, as OpenSSL requires).
+  template <class Buffers> std::size_t write_now(const Buffers& buffers, ErrorCode& ec) {
+    asio::const_buffer from = record_of(buffers);
+    std::size_t n = 0;
+    if (from.size() == 0 || step(Kind::write, const_cast<void*>(from.data()), from.size(), n, ec) != Step::done) {
+      return 0;
+    }
+    return n;
   }
   // Sends close_notify, and completes once it is sent: the peer's own
   // close_notify, if it comes, ends a later read with eof.
@@ -91,6 +99,15 @@ private:
   asio::mutable_buffer gather_space();
   asio::const_buffer gather(std::size_t bytes) const { return asio::buffer(m_gather.get(), bytes); }
 
+  // What one write sends of `buffers`: joined into one record where the
+  // first is short and others follow, else the first.
+  template <class Buffers> asio::const_buffer record_of(const Buffers& buffers) {
+    asio::const_buffer from = first_of<asio::const_buffer>(buffers);
+    if (from.size() < k_record_bytes && from.size() < asio::buffer_size(buffers)) {
+      from = gather(asio::buffer_copy(gather_space(), buffers));
+    }
+    return from;
+  }
   template <class Buffer, class Buffers> static Buffer first_of(const Buffers& buffers) {
     for (auto it = asio::buffer_sequence_begin(buffers); it != asio::buffer_sequence_end(buffers); ++it) {
       Buffer buffer(*it);

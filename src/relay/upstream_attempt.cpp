@@ -2,7 +2,9 @@
 
 #include "util/log.hpp"
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/beast/http/read.hpp>
 
 #include <array>
@@ -63,15 +65,31 @@ void UpstreamAttempt::on_connected(unsigned generation, ConnectFailure failure, 
   send();
 }
 
+// The socket usually takes the whole request at once, and then the head is
+// read at once too: a write's completion would come through the loop, one
+// more epoll_wait per request. The rest, or a failure, is reported from the
+// loop as before.
 void UpstreamAttempt::send() {
   m_sent = m_mono.now();
   m_events->attempt_sending();
   std::array<asio::const_buffer, 2> buffers = {asio::buffer(m_request.head), asio::buffer(*m_request.body)};
-  m_conn->with_stream([&](auto& stream) {
-    asio::async_write(stream, buffers,
-                      [self = shared_from_this(), conn = m_conn, generation = m_generation](
-                          const ErrorCode& ec, std::size_t) { self->on_sent(generation, ec); });
-  });
+  ErrorCode error;
+  std::size_t sent = m_conn->write_now(buffers, error);
+  if (!error && sent == asio::buffer_size(buffers)) {
+    read_head();
+    return;
+  }
+  auto done = [self = shared_from_this(), conn = m_conn, generation = m_generation](const ErrorCode& ec,
+                                                                                    std::size_t) {
+    self->on_sent(generation, ec);
+  };
+  if (error) {
+    asio::post(m_conn->socket().get_executor(), [done = std::move(done), error]() mutable { done(error, 0); });
+    return;
+  }
+  beast::buffers_suffix<std::array<asio::const_buffer, 2>> rest(buffers);
+  rest.consume(sent);
+  m_conn->with_stream([&](auto& stream) { asio::async_write(stream, rest, std::move(done)); });
 }
 
 void UpstreamAttempt::on_sent(unsigned generation, const ErrorCode& ec) {
@@ -124,9 +142,21 @@ void UpstreamAttempt::on_head(unsigned generation, const ErrorCode& ec) {
   events->attempt_head();
 }
 
+// Body bytes the last read brought (a small response's whole body comes
+// with its head) are parsed here: Beast's read would parse them as well, but
+// complete through a post, one more trip through the loop per response.
 void UpstreamAttempt::read_body() {
   m_parser->get().body().data = m_pieces;
   m_parser->get().body().size = m_piece_size;
+  if (m_conn->buffer().size() != 0) {
+    std::size_t n = parse_buffered();
+    if (n != 0 || m_parser->is_done()) {
+      std::shared_ptr<UpstreamAttempt> self = shared_from_this(); // the report may drop the attempt
+      std::shared_ptr<AttemptEvents> events = m_events;
+      deliver(n, *events);
+      return;
+    }
+  }
   m_conn->with_stream([&](auto& stream) {
     http::async_read_some(
         stream, m_conn->buffer(), *m_parser,
@@ -142,28 +172,33 @@ void UpstreamAttempt::on_piece(unsigned generation, const ErrorCode& error) {
   }
   std::size_t n = m_piece_size - m_parser->get().body().size;
   std::string_view piece(m_pieces, n);
-  if (error && error != http::error::need_buffer) {
+  if (error == http::error::need_buffer) {
+    events->attempt_body(piece, m_parser->is_done()); // the piece is full
+    return;
+  }
+  if (error) {
     events->attempt_body_failed(piece, error.message());
     return;
   }
-  if (!error) {
+  deliver(n + parse_buffered(), *events);
+}
+
+// A piece of `n` bytes was read: the TLS records already received join it
+// (a bounded loop: each round reads at least one byte of what has arrived),
+// and it goes to the exchange.
+void UpstreamAttempt::deliver(std::size_t n, AttemptEvents& events) {
+  for (int round = 0; round < k_max_parsed_elements && !m_parser->is_done() &&
+                      m_parser->get().body().size != 0 && m_conn->read_received() != 0;
+       ++round) {
     n += parse_buffered();
-    // TLS records already received join too; a bounded loop (each round
-    // reads at least one byte of what has arrived).
-    for (int round = 0; round < k_max_parsed_elements && !m_parser->is_done() &&
-                        m_parser->get().body().size != 0 && m_conn->read_received() != 0;
-         ++round) {
-      n += parse_buffered();
-    }
-    piece = std::string_view(m_pieces, n);
-    m_conn->note_body_piece(n);
   }
+  m_conn->note_body_piece(n);
   bool done = m_parser->is_done();
   if (n == 0 && !done) {
     read_body(); // only a chunk header was parsed: an empty piece would end the stream
     return;
   }
-  events->attempt_body(piece, done);
+  events.attempt_body(std::string_view(m_pieces, n), done);
 }
 
 // Beast's read hands over one chunk at a time, although the read that

@@ -123,6 +123,7 @@ private:
   void read_head();
   void on_head(unsigned generation, const ErrorCode& ec);
   void on_piece(unsigned generation, const ErrorCode& ec);
+  void deliver(std::size_t n, AttemptEvents& events);
   // Parse body bytes already read into the piece, without a read: the bytes added.
   std::size_t parse_buffered();
   // Whether a failure of the write (`writing`) or of reading the response

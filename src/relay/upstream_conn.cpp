@@ -154,6 +154,23 @@ void UpstreamConn::on_handshake(const ErrorCode& ec) {
   finish_connect(ConnectFailure::tls, detail);
 }
 
+std::size_t UpstreamConn::write_now(const std::array<asio::const_buffer, 2>& buffers, ErrorCode& ec) {
+  if (m_tls) {
+    return m_tls->write_now(buffers, ec);
+  }
+  if (!m_plain.non_blocking()) {
+    m_plain.non_blocking(true, ec);
+    if (ec) {
+      return 0;
+    }
+  }
+  std::size_t sent = m_plain.send(buffers, 0, ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again) {
+    ec = {};
+  }
+  return sent;
+}
+
 // A TLS read decrypts one record, and each read's completion is a trip
 // through the event loop (an epoll_wait), so an upstream that sends every
 // event in a record of its own would cost a loop trip and a client write

@@ -7,6 +7,7 @@
 #include "relay/tls_contexts.hpp"
 #include "relay/tls_socket.hpp"
 
+#include <array>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -55,6 +56,9 @@ public:
   using ConnectDone = std::function<void(ConnectFailure, std::string)>;
   void connect(const config::UpstreamUrl& url, ConnectDone done);
 
+  // As much of `buffers` as the socket takes without waiting; `ec` for a
+  // failed write, none when the socket is full.
+  std::size_t write_now(const std::array<asio::const_buffer, 2>& buffers, ErrorCode& ec);
   // For TLS: the decrypted bytes of records already received, appended to
   // buffer() without waiting for the network; how many (0 for plain).
   std::size_t read_received();
