@@ -89,7 +89,7 @@ private:
 
   Timer m_timer;
   Waits m_waits;
-  std::vector<Waits::node_type> m_spare; // nodes of stopped waits, for the next ones: no allocation
+  std::vector<Waits::node_type> m_spare;         // nodes of stopped waits, for the next ones: no allocation
   std::vector<std::shared_ptr<void>> m_released; // last references, dropped from the loop
   bool m_timer_pending = false;
   MonoTime m_timer_due{};

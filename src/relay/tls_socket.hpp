@@ -69,7 +69,8 @@ public:
   template <class Buffers> std::size_t write_now(const Buffers& buffers, ErrorCode& ec) {
     asio::const_buffer from = record_of(buffers);
     std::size_t n = 0;
-    if (from.size() == 0 || step(Kind::write, const_cast<void*>(from.data()), from.size(), n, ec) != Step::done) {
+    if (from.size() == 0 ||
+        step(Kind::write, const_cast<void*>(from.data()), from.size(), n, ec) != Step::done) {
       return 0;
     }
     return n;

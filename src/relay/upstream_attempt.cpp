@@ -79,12 +79,11 @@ void UpstreamAttempt::send() {
     read_head();
     return;
   }
-  auto done = [self = shared_from_this(), conn = m_conn, generation = m_generation](const ErrorCode& ec,
-                                                                                    std::size_t) {
-    self->on_sent(generation, ec);
-  };
+  auto done = [self = shared_from_this(), conn = m_conn, generation = m_generation](
+                  const ErrorCode& ec, std::size_t) { self->on_sent(generation, ec); };
   if (error) {
-    asio::post(m_conn->socket().get_executor(), [done = std::move(done), error]() mutable { done(error, 0); });
+    asio::post(m_conn->socket().get_executor(),
+               [done = std::move(done), error]() mutable { done(error, 0); });
     return;
   }
   beast::buffers_suffix<std::array<asio::const_buffer, 2>> rest(buffers);

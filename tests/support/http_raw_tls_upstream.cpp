@@ -69,8 +69,7 @@ void RawTlsConnection::close_notify() {
   ERR_clear_error();
 }
 
-RawTlsUpstream::RawTlsUpstream(Script script)
-    : m_pki(make_test_pki(m_dir)), m_script(std::move(script)) {
+RawTlsUpstream::RawTlsUpstream(Script script) : m_pki(make_test_pki(m_dir)), m_script(std::move(script)) {
   std::signal(SIGPIPE, SIG_IGN); // OpenSSL writes to the socket with write(2)
   m_ctx = SSL_CTX_new(TLS_server_method());
   need(m_ctx != nullptr, "SSL_CTX_new");
