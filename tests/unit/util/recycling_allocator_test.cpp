@@ -1,0 +1,77 @@
+// RecyclingAllocator: a freed block is the next one of its type, a shared
+// object made with it lives and dies as with make_shared, and blocks past
+// the kept ones go back to the heap.
+#include "util/recycling_allocator.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <vector>
+
+namespace keyshim::util {
+namespace {
+
+struct Big {
+  std::array<char, 2048> bytes{};
+  int* destroyed = nullptr;
+  ~Big() {
+    if (destroyed) {
+      ++*destroyed;
+    }
+  }
+};
+
+TEST(RecyclingAllocator, AFreedBlockIsTheNextOneOfItsType) {
+  RecyclingAllocator<Big> allocator;
+  Big* first = allocator.allocate(1);
+  allocator.deallocate(first, 1);
+  Big* second = allocator.allocate(1);
+  if (RecyclingAllocator<Big>::k_kept != 0) {
+    EXPECT_EQ(second, first);
+  } else {
+    EXPECT_NE(second, first) << "under AddressSanitizer every block goes back to the heap";
+  }
+  allocator.deallocate(second, 1);
+}
+
+TEST(RecyclingAllocator, ASharedObjectMadeWithItIsDestroyedWithItsLastOwner) {
+  int destroyed = 0;
+  std::weak_ptr<Big> weak;
+  {
+    std::shared_ptr<Big> big = std::allocate_shared<Big>(RecyclingAllocator<Big>());
+    big->destroyed = &destroyed;
+    weak = big;
+    std::shared_ptr<Big> again = big;
+  }
+  EXPECT_TRUE(weak.expired());
+  EXPECT_EQ(destroyed, 1);
+  // The block (object and control block) waits for the next one.
+  std::shared_ptr<Big> next = std::allocate_shared<Big>(RecyclingAllocator<Big>());
+  EXPECT_EQ(next->destroyed, nullptr) << "a recycled block is constructed afresh";
+}
+
+TEST(RecyclingAllocator, KeepsAtMostItsLimitAndHandsEachBlockOutOnce) {
+  RecyclingAllocator<Big> allocator;
+  constexpr std::size_t n = RecyclingAllocator<Big>::k_kept + 8;
+  std::vector<Big*> blocks;
+  for (std::size_t i = 0; i < n; ++i) {
+    blocks.push_back(allocator.allocate(1));
+  }
+  for (Big* block : blocks) {
+    allocator.deallocate(block, 1);
+  }
+  std::vector<Big*> again;
+  for (std::size_t i = 0; i < n; ++i) {
+    again.push_back(allocator.allocate(1));
+  }
+  std::sort(again.begin(), again.end());
+  EXPECT_EQ(std::adjacent_find(again.begin(), again.end()), again.end()) << "a block was handed out twice";
+  for (Big* block : again) {
+    allocator.deallocate(block, 1);
+  }
+}
+
+} // namespace
+} // namespace keyshim::util
