@@ -272,7 +272,16 @@ std::shared_ptr<UpstreamConn> UpstreamAttempt::hand_over() {
   return conn;
 }
 
+// A read that completed before the close may still be on its way through
+// the loop, and Beast parses what it read before the handler sees that the
+// attempt is over: the parser must no longer point into the client's piece
+// buffer, which the connection's next exchange uses (or which went with the
+// connection). With no buffer, Beast parses no body byte.
 void UpstreamAttempt::close() {
+  if (m_parser) {
+    m_parser->get().body().data = nullptr;
+    m_parser->get().body().size = 0;
+  }
   if (m_conn) {
     m_conn->close();
     m_conn.reset();
