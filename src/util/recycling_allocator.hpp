@@ -24,7 +24,8 @@ public:
 #endif
 
   RecyclingAllocator() = default;
-  template <class U> RecyclingAllocator(const RecyclingAllocator<U>&) noexcept {}
+  template <class U> RecyclingAllocator(const RecyclingAllocator<U>&) noexcept {
+  }
 
   T* allocate(std::size_t n) {
     Kept& kept = kept_blocks();
@@ -42,7 +43,9 @@ public:
     ::operator delete(block);
   }
 
-  template <class U> bool operator==(const RecyclingAllocator<U>&) const noexcept { return true; }
+  template <class U> bool operator==(const RecyclingAllocator<U>&) const noexcept {
+    return true;
+  }
 
 private:
   struct Kept {
