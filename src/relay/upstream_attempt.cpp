@@ -141,18 +141,30 @@ void UpstreamAttempt::on_head(unsigned generation, const ErrorCode& ec) {
   events->attempt_head();
 }
 
-// Body bytes the last read brought (a small response's whole body comes
-// with its head) are parsed here: Beast's read would parse them as well, but
-// complete through a post, one more trip through the loop per response.
+// Body bytes the last read brought are parsed here: Beast's read would
+// parse them as well, but complete through a post, one more trip through
+// the loop. A body that ends within them (a small response's comes whole
+// with its head) is handed over at once; the piece of a longer one goes
+// through the loop, as Beast's would, so that a fast stream, whose every
+// piece may find the next already received, never keeps the loop (or the
+// stack) to itself.
 void UpstreamAttempt::read_body() {
   m_parser->get().body().data = m_pieces;
   m_parser->get().body().size = m_piece_size;
   if (m_conn->buffer().size() != 0) {
     std::size_t n = parse_buffered();
-    if (n != 0 || m_parser->is_done()) {
+    if (m_parser->is_done()) {
       std::shared_ptr<UpstreamAttempt> self = shared_from_this(); // the report may drop the attempt
       std::shared_ptr<AttemptEvents> events = m_events;
       deliver(n, *events);
+      return;
+    }
+    if (n != 0) {
+      asio::post(m_conn->socket().get_executor(), [self = shared_from_this(), generation = m_generation, n] {
+        if (std::shared_ptr<AttemptEvents> events = self->current(generation)) {
+          self->deliver(n, *events);
+        }
+      });
       return;
     }
   }
