@@ -1,6 +1,7 @@
 #include "relay/client_stream.hpp"
 
 #include "relay/redact.hpp"
+#include "relay/socket_send.hpp"
 #include "util/http_text.hpp"
 
 #include <algorithm>
@@ -36,17 +37,7 @@ void ClientStream::begin(const ResponseParser& upstream, const http::request_hea
 // The socket is in non-blocking mode for this (set once per connection; the
 // asynchronous operations would set it anyway).
 std::size_t ClientStream::send_now(const Buffers& buffers, ErrorCode& ec) {
-  if (!m_socket.non_blocking()) {
-    m_socket.non_blocking(true, ec);
-    if (ec) {
-      return 0;
-    }
-  }
-  std::size_t sent = m_socket.send(buffers, 0, ec);
-  if (ec == asio::error::would_block || ec == asio::error::try_again) {
-    ec = {};
-  }
-  return sent;
+  return send_without_waiting(m_socket, buffers, ec);
 }
 
 ClientStream::Buffers ClientStream::rest_of(Buffers buffers, std::size_t sent) {

@@ -1,6 +1,7 @@
 #include "relay/upstream_conn.hpp"
 
 #include "relay/proxy_tunnel.hpp"
+#include "relay/socket_send.hpp"
 
 #include <boost/asio/connect.hpp>
 #include <openssl/err.h>
@@ -158,17 +159,7 @@ std::size_t UpstreamConn::write_now(const std::array<asio::const_buffer, 2>& buf
   if (m_tls) {
     return m_tls->write_now(buffers, ec);
   }
-  if (!m_plain.non_blocking()) {
-    m_plain.non_blocking(true, ec);
-    if (ec) {
-      return 0;
-    }
-  }
-  std::size_t sent = m_plain.send(buffers, 0, ec);
-  if (ec == asio::error::would_block || ec == asio::error::try_again) {
-    ec = {};
-  }
-  return sent;
+  return send_without_waiting(m_plain, buffers, ec);
 }
 
 // A TLS read decrypts one record, and each read's completion is a trip

@@ -205,6 +205,7 @@ void Connection::dispatch() {
     return;
   }
   m_phase = Phase::exchanging;
+  m_client_closes = !m_parser->get().keep_alive();
   ++m_requests;
   m_context.registry.request_started();
   // An exchange is about 2 KiB, past malloc's per-thread cache: its block is kept for the next one.
@@ -223,7 +224,7 @@ void Connection::exchange_finished(Next next) {
   } else if (next == Next::request && !m_draining) {
     read_head();
   } else {
-    linger_close();
+    close_after_answer();
   }
 }
 
@@ -289,6 +290,19 @@ void Connection::on_alarm() {
   default:
     break;
   }
+}
+
+// A client that asked for the close and sent nothing past its request has
+// nothing for a reset to destroy: the connection closes at once, as nginx's
+// does (lingering costs a shutdown, a read of the client's FIN and a trip
+// through the loop). One that may still be sending gets the lingering close.
+void Connection::close_after_answer() {
+  ErrorCode ec;
+  if (m_client_closes && m_buffer.size() == 0 && m_socket.available(ec) == 0 && !ec) {
+    close();
+    return;
+  }
+  linger_close();
 }
 
 // Closing with unread bytes in the socket makes the kernel send a reset,

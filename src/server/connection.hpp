@@ -54,6 +54,9 @@ private:
   void answer_locally(std::string bytes, bool keep_alive);
   void refuse(int status, std::string_view message);
   void arm_timer(std::chrono::milliseconds limit);
+  // After an answer that ends the connection: close at once when the client
+  // asked for that and sent nothing more, else linger_close().
+  void close_after_answer();
   void linger_close();
   void discard();
   void on_discarded(const relay::ErrorCode& ec, std::size_t n);
@@ -72,6 +75,7 @@ private:
   int m_requests = 0;
   std::size_t m_lingered = 0; // bytes discarded while closing
   bool m_draining = false;
+  bool m_client_closes = false; // the request being served said Connection: close (or was HTTP/1.0)
 };
 
 } // namespace keyshim::server

@@ -1,0 +1,17 @@
+#pragma once
+// A send that never waits, for the writes that usually complete at once (a
+// response piece to the client, a request to the upstream): MSG_DONTWAIT on
+// the one call, where switching the socket to non-blocking mode for it cost
+// an ioctl per connection on top of Asio's own. Event-loop thread only.
+#include "relay/beast.hpp"
+
+#include <cstddef>
+#include <span>
+
+namespace keyshim::relay {
+
+// As much of `buffers` (at most 8) as the socket takes now; a full socket
+// is no error (0 bytes, `ec` clear), any other failure is `ec`. Never SIGPIPE.
+std::size_t send_without_waiting(Socket& socket, std::span<const asio::const_buffer> buffers, ErrorCode& ec);
+
+} // namespace keyshim::relay
