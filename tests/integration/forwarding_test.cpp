@@ -171,6 +171,25 @@ TEST(Forwarding, HeadKeepsTheDeclaredLengthAndSendsNoBody) {
   EXPECT_EQ(received.substr(received.find("\r\n\r\n") + 4), "") << "a HEAD answer has no body";
 }
 
+// After the client's Connection: close the answer arrives whole and the
+// connection ends, whether or not the client sent more after its request
+// (pipelined here); nothing after it is served.
+TEST(Forwarding, AnswerToConnectionCloseArrivesWholeWithOrWithoutBytesAfterIt) {
+  for (const std::string after : {"", "GET /v1/more HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"}) {
+    FakeUpstream upstream;
+    upstream.push({200, {{"Content-Type", "application/json"}}, {std::string(200000, 'x')}, false});
+    Shim shim(pool_toml(1), upstream.base_url());
+    RawConnection conn(shim.port());
+    conn.send("GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n" + after);
+    ASSERT_TRUE(conn.read_to_close(10s)) << "after: " << after;
+    RawResponse response = parse_response(conn.received());
+    EXPECT_EQ(response.status, 200);
+    EXPECT_TRUE(response.complete) << "after: " << after;
+    EXPECT_EQ(response.body.size(), 200000u);
+    EXPECT_EQ(upstream.request_count(), 1u) << "a request after Connection: close was served";
+  }
+}
+
 TEST(Forwarding, HeadProbeOfTheRootIsAnsweredLocally) {
   FakeUpstream upstream;
   Shim shim(pool_toml(1), upstream.base_url());
