@@ -12,7 +12,7 @@ namespace {
 
 constexpr std::size_t k_max_buffers = 8;
 // Interrupted calls are tried again, a bounded number of times.
-constexpr int k_max_interrupted = 8;
+constexpr int k_send_retries = 8;
 
 } // namespace
 
@@ -27,7 +27,7 @@ std::size_t send_without_waiting(Socket& socket, std::span<const asio::const_buf
   message.msg_iov = pieces.data();
   message.msg_iovlen = count;
   ec = {};
-  for (int tries = 0; tries < k_max_interrupted; ++tries) {
+  for (int tries = 0; tries < k_send_retries; ++tries) {
     ssize_t sent = ::sendmsg(socket.native_handle(), &message, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (sent >= 0) {
       return static_cast<std::size_t>(sent);

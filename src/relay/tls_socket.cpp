@@ -13,7 +13,7 @@ namespace keyshim::relay {
 namespace {
 
 // Interrupted system calls are tried again, a bounded number of times.
-constexpr int k_max_interrupted = 8;
+constexpr int k_tls_io_retries = 8;
 
 TlsSocketIo& io_of(BIO* bio) {
   return *static_cast<TlsSocketIo*>(BIO_get_data(bio));
@@ -40,7 +40,7 @@ int failed(BIO* bio, bool reading) {
 int bio_read(BIO* bio, char* data, int size) {
   BIO_clear_retry_flags(bio);
   TlsSocketIo& io = io_of(bio);
-  for (int tries = 0; tries < k_max_interrupted; ++tries) {
+  for (int tries = 0; tries < k_tls_io_retries; ++tries) {
     ssize_t n = ::recv(io.socket->native_handle(), data, static_cast<std::size_t>(size), 0);
     if (n >= 0) {
       io.eof = n == 0;
@@ -56,7 +56,7 @@ int bio_read(BIO* bio, char* data, int size) {
 int bio_write(BIO* bio, const char* data, int size) {
   BIO_clear_retry_flags(bio);
   TlsSocketIo& io = io_of(bio);
-  for (int tries = 0; tries < k_max_interrupted; ++tries) {
+  for (int tries = 0; tries < k_tls_io_retries; ++tries) {
     ssize_t n = ::send(io.socket->native_handle(), data, static_cast<std::size_t>(size), MSG_NOSIGNAL);
     if (n >= 0) {
       return static_cast<int>(n);
