@@ -14,6 +14,9 @@
 #                                     # made now in DIR (the pool's ca_file)
 #   write_nginx_conf DIR PORT         # writes DIR/nginx.conf: one worker,
 #                                     # master_process off, listening on PORT
+# shellcheck source=bench/test_cert.sh
+source "$(dirname "${BASH_SOURCE[0]}")/test_cert.sh"
+
 start_bench_work() {
   work=$(mktemp -d "${TMPDIR:-/tmp}/keyshim-$1.XXXXXX")
   export XDG_STATE_HOME="$work/state" # keyshim's state file, not the user's
@@ -34,9 +37,7 @@ stop_bench_processes() {
 start_mock_pool() {
   local mock=$1 seconds=$2 dir=$3 tls=() base extra=
   if [[ -n ${TLS:-} ]]; then
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
-      -subj /CN=localhost -addext "subjectAltName=DNS:localhost" \
-      -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>"$dir/openssl.err"
+    make_test_cert "$dir" || exit 1
     mock_cert=$dir/cert.pem
     tls=(--tls "$mock_cert" "$dir/key.pem")
   fi

@@ -93,6 +93,8 @@ if [[ $work =~ [[:space:]] ]]; then
   echo "sidebyside: the temporary directory $work has blanks in its path; set TMPDIR to one without" >&2
   exit 1
 fi
+# shellcheck source=bench/test_cert.sh
+source "$here/test_cert.sh"
 # shellcheck source=bench/sidebyside/common.sh
 source "$here/sidebyside/common.sh"
 # shellcheck source=bench/sidebyside/start.sh

@@ -18,15 +18,10 @@ start_mock() {
   printf -v "${name}_port" '%s' "$port"
 }
 
-# The HTTPS mock's certificate: self-signed, made now, for "localhost" and
-# 127.0.0.1; keyshim's pool (ca_file), nginx (proxy_ssl_trusted_certificate)
-# and the load driver (--tls-ca) trust it and nothing else trusts it.
+# The HTTPS mock's certificate (bench/test_cert.sh), in a folder of its own.
 make_cert() {
   mkdir -m 700 "$work/tls"
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
-    -subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-    -keyout "$work/tls/key.pem" -out "$work/tls/cert.pem" 2>"$work/tls/openssl.err" ||
-    { log "sidebyside: openssl could not make the test certificate: $(cat "$work/tls/openssl.err")"; exit 1; }
+  make_test_cert "$work/tls" 2>"$work/tls/why" || { log "sidebyside: $(cat "$work/tls/why")"; exit 1; }
 }
 
 # write_pool NAME BASE_URL [EXTRA_UPSTREAM_LINE]: a pool file only this
