@@ -28,12 +28,12 @@ std::string path_of(std::string_view target) {
 } // namespace
 
 Exchange::Exchange(std::shared_ptr<const PoolState> state, const Route& route, ClientRequest request,
-                   std::shared_ptr<Downstream> client, RelayContext& context)
+                   bool keep_alive, std::shared_ptr<Downstream> client, RelayContext& context)
     : m_state(std::move(state)), m_served(&m_state->pools.at(route.pool)),
       m_settings(&m_served->config->upstream), m_pool(m_served->keys.get()), m_request(std::move(request)),
-      m_client(std::move(client)), m_context(context), m_started(context.mono.now()),
-      m_plan(m_pool->size(), m_settings->max_attempts), m_out(m_client->socket()),
-      m_timer(context.alarms, *this) {
+      m_keep_alive(keep_alive), m_client(std::move(client)), m_context(context),
+      m_started(context.mono.now()), m_plan(m_pool->size(), m_settings->max_attempts),
+      m_out(m_client->socket()), m_timer(context.alarms, *this) {
   m_record.method = std::string(m_request.method_string());
   m_record.path = path_of(m_request.target()); // as the client sent it, with the pool's prefix
   m_record.pool = m_served->config->name;

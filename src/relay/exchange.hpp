@@ -113,7 +113,11 @@ class Exchange : public std::enable_shared_from_this<Exchange>,
                  public AlarmOwner {
 public:
   // Relay `request` to the pool `route` names, with the route's target.
-  Exchange(std::shared_ptr<const PoolState> state, const Route& route, ClientRequest request,
+  // `keep_alive`: the client's connection may serve another request after
+  // this one (as the parser read its Connection field: Beast's
+  // message::keep_alive() searches the fields again, about 650 instructions
+  // when the field is there).
+  Exchange(std::shared_ptr<const PoolState> state, const Route& route, ClientRequest request, bool keep_alive,
            std::shared_ptr<Downstream> client, RelayContext& context);
 
   // Begin: choose a key and make the first attempt (or answer at once).
@@ -246,6 +250,7 @@ private:
   const config::UpstreamSettings* m_settings = nullptr;
   pool::KeyPool* m_pool = nullptr;
   ClientRequest m_request;
+  bool m_keep_alive;                  // the client may send another request on its connection
   std::optional<std::string> m_model; // the model the request asks for, if it names one
   std::uint64_t m_session = 0;        // the tool session it names (policy::request_session), 0: none
   // keyshim-key: the one key that serves it, no failover (docs/behaviour.md §4.2).

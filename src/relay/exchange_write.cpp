@@ -19,7 +19,7 @@ void Exchange::commit(std::string_view first, bool done, std::string held) {
   Trying& t = *trying();
   const auto& head = t.upstream->head();
   int status = static_cast<int>(head.result_int());
-  m_out.begin(t.upstream->parser(), m_request, m_request.keep_alive(), *m_state->redactor);
+  m_out.begin(t.upstream->parser(), m_request, m_keep_alive, *m_state->redactor);
 
   const config::KeyConfig& key = m_pool->key(t.key);
   pool::Report served = served_report(status);
@@ -101,7 +101,7 @@ void Exchange::answer(const Answer& answer, bool close) {
   if (m_capture) {
     m_capture->answer(answer.headers, answer.body);
   }
-  close = close || !m_request.keep_alive();
+  close = close || !m_keep_alive;
   m_out.answer(
       answer, m_request.method() == http::verb::head, close,
       [self = shared_from_this(), close](const ErrorCode& ec) { self->on_answer_written(ec, close); });

@@ -132,7 +132,7 @@ void Connection::on_head() {
   }
   if (std::optional<relay::Answer> own = m_context.own.answer(head, *m_state)) {
     // A body we did not read would be parsed as the next request: close instead.
-    bool keep_alive = own->status < 400 && m_parser->is_done() && head.keep_alive() && !m_draining;
+    bool keep_alive = own->status < 400 && m_parser->is_done() && m_parser->keep_alive() && !m_draining;
     answer_locally(relay::serialize(*own, head.method() == http::verb::head, !keep_alive), keep_alive);
     return;
   }
@@ -205,13 +205,13 @@ void Connection::dispatch() {
     return;
   }
   m_phase = Phase::exchanging;
-  m_client_closes = !m_parser->get().keep_alive();
+  m_client_closes = !m_parser->keep_alive(); // the parser's flags: the message's own walks the fields
   ++m_requests;
   m_context.registry.request_started();
   // An exchange is about 2 KiB, past malloc's per-thread cache: its block is kept for the next one.
-  m_exchange =
-      std::allocate_shared<relay::Exchange>(util::RecyclingAllocator<relay::Exchange>(), m_state, *route,
-                                            m_parser->release(), shared_from_this(), m_context.relay);
+  m_exchange = std::allocate_shared<relay::Exchange>(util::RecyclingAllocator<relay::Exchange>(), m_state,
+                                                     *route, m_parser->release(), !m_client_closes,
+                                                     shared_from_this(), m_context.relay);
   m_parser.reset();
   m_exchange->start();
 }

@@ -107,7 +107,9 @@ protected:
     request.prepare_payload();
     auto client = clients.emplace_back(std::make_shared<TestClient>(ioc));
     std::optional<Route> route = published.state->route(request.target());
-    auto exchange = std::make_shared<Exchange>(published.state, *route, std::move(request), client, context);
+    bool keep_alive = request.keep_alive();
+    auto exchange =
+        std::make_shared<Exchange>(published.state, *route, std::move(request), keep_alive, client, context);
     exchange->start();
     return client;
   }
