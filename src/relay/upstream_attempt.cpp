@@ -104,7 +104,8 @@ void UpstreamAttempt::on_sent(unsigned generation, const ErrorCode& ec) {
 }
 
 void UpstreamAttempt::read_head() {
-  m_parser = std::make_shared<ResponseParser>();
+  // Made and dropped once per response, like the attempt: its block is kept for the next one.
+  m_parser = std::allocate_shared<ResponseParser>(util::RecyclingAllocator<ResponseParser>());
   m_parser->header_limit(k_max_response_head);
   m_parser->body_limit(std::numeric_limits<std::uint64_t>::max()); // never boost::none (Beast 1.74 bug)
   if (m_request.head_method) {

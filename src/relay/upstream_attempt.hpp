@@ -14,6 +14,7 @@
 #include "relay/beast.hpp"
 #include "relay/upstream_conn.hpp"
 #include "util/clock.hpp"
+#include "util/recycling_allocator.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -158,8 +159,9 @@ public:
       : m_upstreams(upstreams), m_mono(mono) {}
   std::shared_ptr<Attempt> make(const config::KeyConfig& key, AttemptRequest request, char* pieces,
                                 std::size_t piece_size, std::shared_ptr<AttemptEvents> events) override {
-    return std::make_shared<UpstreamAttempt>(m_upstreams, key, std::move(request), pieces, piece_size,
-                                             std::move(events), m_mono);
+    return std::allocate_shared<UpstreamAttempt>(util::RecyclingAllocator<UpstreamAttempt>(), m_upstreams,
+                                                 key, std::move(request), pieces, piece_size,
+                                                 std::move(events), m_mono);
   }
 
 private:
