@@ -10,7 +10,9 @@
 # With NGINX=1, nginx (one worker, master_process off) is counted the same
 # way instead of KEYSHIM, on the configuration sidebyside.sh gives it. With
 # TLS=1 the upstream is HTTPS (a certificate made for the run), as a real
-# provider's is.
+# provider's is. With CLOSE=1 each request asks `Connection: close` and comes
+# on a connection of its own, so the count includes accepting and closing it
+# (the side-by-side "client sends Connection: close" rows).
 set -euo pipefail
 keyshim=$1 loadgen=$2 mock=$3 few=${4:-200} many=${5:-1200}
 # shellcheck source=bench/mock_pool.sh
@@ -32,7 +34,7 @@ count() {
   fi
   pid=$!
   "$loadgen" wait --port "$port" --timeout 60 >/dev/null
-  "$loadgen" seq --port "$port" --path /json --count "$n" --warmup 0 >"$work/seq.$n"
+  "$loadgen" seq --port "$port" --path /json --count "$n" --warmup 0 ${CLOSE:+--close 1} >"$work/seq.$n"
   kill -TERM "$pid"
   wait "$pid" || true
   callgrind_annotate "$out" 2>/dev/null | sed -n 's/^\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,
