@@ -15,6 +15,8 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include "util/size_class_allocator.hpp"
+
 namespace keyshim::relay {
 
 namespace asio = boost::asio;
@@ -32,10 +34,17 @@ using Timer = asio::basic_waitable_timer<std::chrono::steady_clock,
                                          asio::wait_traits<std::chrono::steady_clock>, Executor>;
 using MonoTime = std::chrono::steady_clock::time_point;
 
+// The heads of the proxy path: their fields (a block each) come from a
+// per-thread cache of small blocks, as each request's come and go together.
+using HeadAllocator = util::SizeClassAllocator<char>;
+using HeadFields = http::basic_fields<HeadAllocator>;
+using RequestHead = http::request_header<HeadFields>;
+using ResponseHead = http::response_header<HeadFields>;
 // The client's request as read: head and the whole body in one buffer.
-using ClientRequest = http::request<http::string_body>;
+using ClientRequest = http::request<http::string_body, HeadFields>;
+using RequestParser = http::request_parser<http::string_body, HeadAllocator>;
 // The upstream's response, read head first, then the body piece by piece.
-using ResponseParser = http::response_parser<http::buffer_body>;
+using ResponseParser = http::response_parser<http::buffer_body, HeadAllocator>;
 
 // Fields by a known name (never http::field::unknown), found by a walk of
 // the head's list comparing the names' enums, in the order they came.

@@ -19,8 +19,8 @@ Framing framing_for(http::verb method, unsigned client_version, int status, bool
   return client_version >= 11 ? Framing::chunked : Framing::close;
 }
 
-void ClientStream::begin(const ResponseParser& upstream, const http::request_header<>& request,
-                         bool keep_alive, const Redactor& redact) {
+void ClientStream::begin(const ResponseParser& upstream, const RequestHead& request, bool keep_alive,
+                         const Redactor& redact) {
   const auto& head = upstream.get();
   std::optional<std::uint64_t> length;
   if (auto declared = upstream.content_length()) {

@@ -29,7 +29,7 @@ public:
   // The commit point: the head for the upstream's response, written with
   // the first piece. `keep_alive`: the client's connection may serve another
   // request after this one.
-  void begin(const ResponseParser& upstream, const http::request_header<>& request, bool keep_alive,
+  void begin(const ResponseParser& upstream, const RequestHead& request, bool keep_alive,
              const Redactor& redact);
   // One write per piece: the head the first time, the chunk framing around
   // `data`, and the last-chunk when `last`. `done(ec)` runs when written:

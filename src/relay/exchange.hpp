@@ -228,7 +228,7 @@ private:
   // ---- request capture, when the pool's `capture` is not off (exchange_capture.cpp)
   void start_capture();
   void capture_step(std::size_t key, int status, const policy::Verdict* verdict);
-  void capture_response_head(const http::response_header<>& head);
+  void capture_response_head(const ResponseHead& head);
   void keep_capture();
 
   // ---- deadlines, the client, cancellation (exchange_events.cpp)

@@ -15,7 +15,7 @@ namespace {
 
 using namespace std::chrono;
 
-bool is_event_stream(const http::response_header<>& head) {
+bool is_event_stream(const ResponseHead& head) {
   std::string_view type = field_value(head, http::field::content_type);
   return type.size() >= 17 && util::iequals(type.substr(0, 17), "text/event-stream");
 }

@@ -73,7 +73,7 @@ void Exchange::capture_step(std::size_t key, int status, const policy::Verdict* 
                   verdict ? verdict->reason : std::string(), m_context.mono.now());
 }
 
-void Exchange::capture_response_head(const http::response_header<>& head) {
+void Exchange::capture_response_head(const ResponseHead& head) {
   if (!m_capture) {
     return;
   }

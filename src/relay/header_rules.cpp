@@ -34,14 +34,14 @@ template <std::size_t N> bool in_list(const std::array<std::string_view, N>& lis
 }
 
 // Whether `name` is listed in a Connection field ("Connection: keep-alive, X-Foo").
-bool named_by_connection(const http::fields& fields, std::string_view name) {
+bool named_by_connection(const HeadFields& fields, std::string_view name) {
   bool listed = false;
   for_each_field(fields, http::field::connection,
                  [&](std::string_view value) { listed = listed || lists_token(value, name); });
   return listed;
 }
 
-bool has_connection_field(const http::fields& fields) {
+bool has_connection_field(const HeadFields& fields) {
   return has_field(fields, http::field::connection);
 }
 
@@ -88,7 +88,7 @@ enum class Role {
   ws_protocol
 };
 
-Role role_of(const http::fields::value_type& field) {
+Role role_of(const HeadFields::value_type& field) {
   switch (field.name()) {
   case http::field::connection:
   case http::field::keep_alive:
@@ -190,7 +190,7 @@ bool is_replay_control(std::string_view name) {
   return util::iequals(name, k_replay_field) || util::iequals(name, k_key_field);
 }
 
-bool is_websocket_upgrade(const http::request_header<>& request) {
+bool is_websocket_upgrade(const RequestHead& request) {
   if (request.method() != http::verb::get || !named_by_connection(request, "upgrade")) {
     return false;
   }
@@ -201,7 +201,7 @@ bool is_websocket_upgrade(const http::request_header<>& request) {
 }
 
 // Claude Code sends the first; Codex the second since 0.171, the third before.
-std::string_view session_header(const http::request_header<>& request) {
+std::string_view session_header(const RequestHead& request) {
   for (const auto& field : request) {
     if (field.name() != http::field::unknown) {
       continue; // none of the three is a name Beast knows
@@ -255,14 +255,13 @@ std::string upstream_target(std::string_view client_target, const std::vector<st
   return target;
 }
 
-std::string upstream_head(const http::request_header<>& client, std::string_view target,
-                          const config::KeyConfig& key, std::optional<std::size_t> body_size) {
+std::string upstream_head(const RequestHead& client, std::string_view target, const config::KeyConfig& key,
+                          std::optional<std::size_t> body_size) {
   return upstream_head(client, target, key, key.secret, body_size);
 }
 
-std::string upstream_head(const http::request_header<>& client, std::string_view target,
-                          const config::KeyConfig& key, const util::Secret& secret,
-                          std::optional<std::size_t> body_size) {
+std::string upstream_head(const RequestHead& client, std::string_view target, const config::KeyConfig& key,
+                          const util::Secret& secret, std::optional<std::size_t> body_size) {
   std::string head;
   head.reserve(k_head_reserve);
   util::append_request_line(head, client.method_string(), target);
@@ -302,7 +301,7 @@ std::string upstream_head(const http::request_header<>& client, std::string_view
   return head;
 }
 
-std::string client_head(const http::response_header<>& upstream, Framing framing,
+std::string client_head(const ResponseHead& upstream, Framing framing,
                         std::optional<std::uint64_t> content_length, bool close, const Redactor& redact) {
   std::string head;
   head.reserve(k_head_reserve);

@@ -35,12 +35,12 @@ bool is_replay_control(std::string_view name);
 // True for a WebSocket opening handshake (RFC 6455 §4.1): GET with
 // `Upgrade: websocket` and `Connection: upgrade`. Other upgrades (h2c) are
 // not relayed: their Upgrade field is dropped like any hop-by-hop field.
-bool is_websocket_upgrade(const http::request_header<>& request);
+bool is_websocket_upgrade(const RequestHead& request);
 
 // The value of the first field naming the tool session the request belongs
 // to (`X-Claude-Code-Session-Id`, `session-id`, `session_id`, in any case);
 // "" when there is none. One pass over the fields.
-std::string_view session_header(const http::request_header<>& request);
+std::string_view session_header(const RequestHead& request);
 
 // True for OpenAI's Responses WebSocket (a path ending in /responses): its
 // events are read as they pass (failures, usage), so keyshim asks the
@@ -67,12 +67,11 @@ std::string upstream_target(std::string_view client_target, const std::vector<st
 // Expect, credentials and keyshim's replay fields, the key as its auth style says, and Content-Length
 // when there is a body (the body was read whole, so it is re-framed). A
 // WebSocket handshake keeps `Upgrade` and gets `Connection: Upgrade`.
-std::string upstream_head(const http::request_header<>& client, std::string_view target,
-                          const config::KeyConfig& key, std::optional<std::size_t> body_size);
-// The same with `secret` for the key's own (a key_cmd key's current token).
-std::string upstream_head(const http::request_header<>& client, std::string_view target,
-                          const config::KeyConfig& key, const util::Secret& secret,
+std::string upstream_head(const RequestHead& client, std::string_view target, const config::KeyConfig& key,
                           std::optional<std::size_t> body_size);
+// The same with `secret` for the key's own (a key_cmd key's current token).
+std::string upstream_head(const RequestHead& client, std::string_view target, const config::KeyConfig& key,
+                          const util::Secret& secret, std::optional<std::size_t> body_size);
 
 // How the response body is framed towards the client.
 enum class Framing {
@@ -86,7 +85,7 @@ enum class Framing {
 // The response head for the client: the upstream's status line and fields
 // minus hop-by-hop ones and framing, each value redacted, then the framing
 // keyshim writes, and `Connection: close` when the connection ends after it.
-std::string client_head(const http::response_header<>& upstream, Framing framing,
+std::string client_head(const ResponseHead& upstream, Framing framing,
                         std::optional<std::uint64_t> content_length, bool close, const Redactor& redact);
 
 } // namespace keyshim::relay

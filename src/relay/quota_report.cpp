@@ -19,8 +19,7 @@ pool::QuotaReport quota_report(const policy::Quota& quota, util::TimePoint now,
   return report;
 }
 
-std::optional<pool::QuotaReport> read_quota_report(const http::response_header<>& head,
-                                                   const util::Clock& wall,
+std::optional<pool::QuotaReport> read_quota_report(const ResponseHead& head, const util::Clock& wall,
                                                    std::chrono::milliseconds max_cooldown) {
   std::optional<policy::QuotaReader> reader; // made for the first candidate: most heads have none
   for (const auto& field : head) {

@@ -22,8 +22,7 @@ pool::QuotaReport quota_report(const policy::Quota& quota, util::TimePoint now,
 // The rate limits of `head`, or nullopt when it has no rate-limit fields.
 // Costs a look at the first bytes of each field name, and reads `wall` only
 // when a field has a rate-limit name.
-std::optional<pool::QuotaReport> read_quota_report(const http::response_header<>& head,
-                                                   const util::Clock& wall,
+std::optional<pool::QuotaReport> read_quota_report(const ResponseHead& head, const util::Clock& wall,
                                                    std::chrono::milliseconds max_cooldown);
 
 // The log line of a set-aside: `key team set aside 3s for model gpt-4o:

@@ -13,8 +13,7 @@ namespace {
 
 // The one value of the field `name`; nullopt when absent. `twice` is set
 // when it appears more than once.
-std::optional<std::string_view> only_value(const http::request_header<>& request, std::string_view name,
-                                           bool& twice) {
+std::optional<std::string_view> only_value(const RequestHead& request, std::string_view name, bool& twice) {
   std::optional<std::string_view> found;
   for (const auto& field : request) {
     // Neither keyshim field is a name Beast knows: the known ones are skipped
@@ -51,7 +50,7 @@ std::string labels_of(const pool::KeyPool& keys) {
 
 } // namespace
 
-ReplayRequest read_replay_request(const http::request_header<>& request, const pool::KeyPool& keys,
+ReplayRequest read_replay_request(const RequestHead& request, const pool::KeyPool& keys,
                                   const config::PoolConfig& pool) {
   ReplayRequest out;
   bool twice = false;

@@ -23,7 +23,7 @@ struct ReplayRequest {
 // Reads both fields of `request` for the pool `keys` (configured as `pool`).
 // A field given twice, an ID that is not a positive decimal integer or a
 // label the pool does not have is a 400 in the pool's error shape.
-ReplayRequest read_replay_request(const http::request_header<>& request, const pool::KeyPool& keys,
+ReplayRequest read_replay_request(const RequestHead& request, const pool::KeyPool& keys,
                                   const config::PoolConfig& pool);
 
 } // namespace keyshim::relay

@@ -83,7 +83,7 @@ public:
   virtual std::shared_ptr<UpstreamConn> hand_over() = 0;
   // After attempt_head: the parser that read the response head.
   virtual const ResponseParser& parser() const = 0;
-  const http::response_header<>& head() const { return parser().get(); }
+  const ResponseHead& head() const { return parser().get(); }
 };
 
 // Where an exchange gets its attempts (RelayContext::attempts).

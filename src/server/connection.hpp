@@ -66,7 +66,7 @@ private:
   const ConnectionContext& m_context;
   Phase m_phase = Phase::reading_head;
   relay::beast::flat_buffer m_buffer;
-  std::optional<relay::http::request_parser<relay::http::string_body>> m_parser;
+  std::optional<relay::RequestParser> m_parser;
   std::shared_ptr<const relay::PoolState> m_state; // the pool this request is served from
   std::shared_ptr<relay::Exchange> m_exchange;
   std::string m_out;    // bytes being written (a local answer, 100 Continue)

@@ -22,7 +22,7 @@ namespace keyshim::server {
 namespace {
 
 namespace http = relay::http;
-using Head = http::request_header<>;
+using Head = relay::RequestHead;
 
 // The request as the endpoints judge it.
 struct Asked {

@@ -29,8 +29,7 @@ public:
 
   // keyshim's own answer to this request, or nullopt to relay it. `state` is
   // the snapshot the request is served from.
-  std::optional<relay::Answer> answer(const relay::http::request_header<>& head,
-                                      const relay::PoolState& state) const;
+  std::optional<relay::Answer> answer(const relay::RequestHead& head, const relay::PoolState& state) const;
 
 private:
   // /status or /metrics (GET, behind the token).

@@ -90,7 +90,7 @@ std::string query_param(std::string_view target, std::string_view name) {
 
 } // namespace
 
-bool presents_token(const relay::http::request_header<>& head, const util::Secret& token) {
+bool presents_token(const relay::RequestHead& head, const util::Secret& token) {
   std::string_view authorization = head["Authorization"];
   if (authorization.size() > 7 && util::iequals(authorization.substr(0, 7), "bearer ")) {
     authorization.remove_prefix(7);

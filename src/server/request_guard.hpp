@@ -23,6 +23,6 @@ bool origin_allowed(std::string_view origin, const std::vector<std::string>& all
 // Whether the client presented `token` as its key, in any of the places
 // clients put one: Authorization (Bearer), x-api-key, x-goog-api-key,
 // api-key, or the `key` query parameter. Constant-time comparison.
-bool presents_token(const relay::http::request_header<>& head, const util::Secret& token);
+bool presents_token(const relay::RequestHead& head, const util::Secret& token);
 
 } // namespace keyshim::server

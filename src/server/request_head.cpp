@@ -142,7 +142,7 @@ HeadVerdict check_head(std::string_view head, const HeadLimits& limits) {
   return {};
 }
 
-HeadVerdict check_parsed_head(const relay::http::request_header<>& head) {
+HeadVerdict check_parsed_head(const relay::RequestHead& head) {
   namespace http = relay::http;
   if (head.method() == http::verb::connect || head.method() == http::verb::trace) {
     return {405, fmt::format("{} is not relayed", head.method_string())};

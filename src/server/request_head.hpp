@@ -31,7 +31,7 @@ HeadVerdict check_head(std::string_view head, const HeadLimits& limits);
 // Judge a parsed head: origin-form target without dot segments, no CONNECT
 // or TRACE, exactly one Host (HTTP/1.1), a Transfer-Encoding only in HTTP/1.1
 // and only "chunked".
-HeadVerdict check_parsed_head(const relay::http::request_header<>& head);
+HeadVerdict check_parsed_head(const relay::RequestHead& head);
 
 // Whether the path of `target` (before any `?` or `#`) has a `.` or `..`
 // segment as some server may read it: dots literal or `%2e` (any case),

@@ -65,7 +65,7 @@ void judge(std::string_view buffered, const server::HeadLimits& limits) {
     return;
   }
   check_accepted_lines(buffered.substr(0, end));
-  http::request_parser<http::string_body> parser;
+  relay::RequestParser parser; // the server's own parser type
   parser.header_limit(static_cast<std::uint32_t>(limits.max_head_bytes + 1024));
   parser.body_limit(limits.max_body_bytes);
   relay::ErrorCode ec;

@@ -13,8 +13,8 @@ namespace {
 
 // A request head as Beast parses it from the wire, so field name case and
 // order are exactly those of `text`.
-http::request_header<> parse_request(std::string_view text) {
-  http::request_parser<http::empty_body> parser;
+RequestHead parse_request(std::string_view text) {
+  http::request_parser<http::empty_body, HeadAllocator> parser;
   ErrorCode ec;
   parser.put(asio::buffer(text.data(), text.size()), ec);
   EXPECT_FALSE(ec) << ec.message();
@@ -22,8 +22,8 @@ http::request_header<> parse_request(std::string_view text) {
   return parser.release();
 }
 
-http::response_header<> parse_response(std::string_view text) {
-  http::response_parser<http::empty_body> parser;
+ResponseHead parse_response(std::string_view text) {
+  http::response_parser<http::empty_body, HeadAllocator> parser;
   ErrorCode ec;
   parser.put(asio::buffer(text.data(), text.size()), ec);
   EXPECT_FALSE(ec) << ec.message();
@@ -72,7 +72,7 @@ struct EchoPool {
 // --- field classification -------------------------------------------------
 
 TEST(FieldLookup, FindsWhatBeastsLookupFindsWhateverTheCaseTheClientSent) {
-  http::request_header<> head =
+  RequestHead head =
       parse_request("POST /v1 HTTP/1.1\r\nhOsT: a\r\nX-One: 1\r\ncontent-TYPE: text/plain\r\n"
                     "Connection: keep-alive\r\nconnection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
   for (http::field name : {http::field::host, http::field::content_type, http::field::connection,
@@ -469,7 +469,7 @@ TEST(ClientHead, KeepsTheStatusLinesReasonPhrase) {
 
 TEST(ClientHead, AMissingReasonPhraseGetsTheStandardOne) {
   EchoPool pool;
-  http::response_header<> upstream;
+  ResponseHead upstream;
   upstream.result(http::status::not_found);
   upstream.version(11);
   EXPECT_EQ(client_head(upstream, Framing::none, std::nullopt, false, pool.redact),
@@ -515,7 +515,7 @@ TEST(ClientHead, CloseFramingWritesNoLengthAndNoChunking) {
 
 TEST(ClientHead, NoBodyFramingKeepsTheUpstreamsContentLengthForHead) {
   EchoPool pool;
-  http::response_parser<http::empty_body> parser;
+  http::response_parser<http::empty_body, HeadAllocator> parser;
   parser.skip(true); // the answer to a HEAD request
   std::string_view text = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1234\r\n\r\n";
   ErrorCode ec;

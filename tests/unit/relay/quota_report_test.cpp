@@ -16,7 +16,7 @@ const pool::QuotaFigures& requests(const pool::QuotaReport& report) {
 
 TEST(QuotaReport, AHeadWithoutRateLimitFieldsReportsNothing) {
   test::FakeClock clock;
-  http::response_header<> head;
+  ResponseHead head;
   head.result(200);
   head.set(http::field::content_type, "application/json");
   head.insert("x-request-id", "req_1");
@@ -25,7 +25,7 @@ TEST(QuotaReport, AHeadWithoutRateLimitFieldsReportsNothing) {
 
 TEST(QuotaReport, TheFiguresOfAHeadAreKeptWithWhenTheyArrived) {
   test::FakeClock clock;
-  http::response_header<> head;
+  ResponseHead head;
   head.result(200);
   head.insert("X-RateLimit-Limit-Requests", "500");
   head.insert("X-RateLimit-Remaining-Requests", "499");
@@ -42,7 +42,7 @@ TEST(QuotaReport, TheFiguresOfAHeadAreKeptWithWhenTheyArrived) {
 
 TEST(QuotaReport, ASpentLimitCarriesItsSetAsideBoundedByMaxCooldown) {
   test::FakeClock clock;
-  http::response_header<> head;
+  ResponseHead head;
   head.result(200);
   head.insert("anthropic-ratelimit-tokens-remaining", "0");
   head.insert("anthropic-ratelimit-tokens-reset", "2026-11-29T12:10:00Z");
@@ -55,7 +55,7 @@ TEST(QuotaReport, ASpentLimitCarriesItsSetAsideBoundedByMaxCooldown) {
 
 TEST(QuotaReport, AHeadWhoseFieldsAreAllGarbageReportsNothing) {
   test::FakeClock clock;
-  http::response_header<> head;
+  ResponseHead head;
   head.result(429);
   head.insert("x-ratelimit-remaining-requests", "lots");
   head.insert("x-ratelimit-reset-requests", "whenever");

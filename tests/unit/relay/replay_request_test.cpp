@@ -12,8 +12,8 @@
 namespace keyshim::relay {
 namespace {
 
-http::request_header<> parse_replay_header(std::string_view text) {
-  http::request_parser<http::empty_body> parser;
+RequestHead parse_replay_header(std::string_view text) {
+  http::request_parser<http::empty_body, HeadAllocator> parser;
   ErrorCode ec;
   parser.put(asio::buffer(text.data(), text.size()), ec);
   EXPECT_FALSE(ec) << ec.message();

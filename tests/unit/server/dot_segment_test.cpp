@@ -51,7 +51,7 @@ TEST(DotSegment, DotsInsideNamesOrInTheQueryAreNotSegments) {
 }
 
 TEST(CheckParsedHead, RefusesADotSegmentWith400BeforeItIsRouted) {
-  http::request_header<> head;
+  relay::RequestHead head;
   head.method(http::verb::post);
   head.target("/alpha/%2E%2e/beta/v1/messages");
   head.version(11);

@@ -39,9 +39,9 @@ protected:
   }
 
   // A request head as a tool sends it; tests add the fields they are about.
-  static http::request_header<> request_head(http::verb verb, const char* target,
-                                             const char* host = "127.0.0.1:8787") {
-    http::request_header<> head;
+  static relay::RequestHead request_head(http::verb verb, const char* target,
+                                         const char* host = "127.0.0.1:8787") {
+    relay::RequestHead head;
     head.method(verb);
     head.target(target);
     head.version(11);
@@ -51,7 +51,7 @@ protected:
   std::optional<relay::Answer> ask(http::verb verb, const char* target, const char* host = "127.0.0.1:8787") {
     return ask(request_head(verb, target, host));
   }
-  std::optional<relay::Answer> ask(const http::request_header<>& head) {
+  std::optional<relay::Answer> ask(const relay::RequestHead& head) {
     return m_own.answer(head, *m_published.current());
   }
 
@@ -83,7 +83,7 @@ TEST_F(OwnEndpointsTest, RefusesANonLoopbackHostBeforeAnythingElse) {
 
 TEST_F(OwnEndpointsTest, RefusesAnOriginNotAllowed) {
   serve(k_token_pool);
-  http::request_header<> head = request_head(http::verb::post, "/v1/chat/completions", "localhost");
+  relay::RequestHead head = request_head(http::verb::post, "/v1/chat/completions", "localhost");
   head.set(http::field::origin, "https://evil.example");
   std::optional<relay::Answer> answer = ask(head);
   ASSERT_TRUE(answer);
@@ -129,11 +129,11 @@ TEST_F(OwnEndpointsTest, GetAndHeadOnAnyPoolsRootAreAnsweredWithoutKeyOrToken) {
 
 TEST_F(OwnEndpointsTest, OnlyGetAndHeadOnTheExactRootAreAnsweredLocally) {
   serve(k_default_and_named);
-  http::request_header<> post = request_head(http::verb::post, "/anthropic");
+  relay::RequestHead post = request_head(http::verb::post, "/anthropic");
   post.set(http::field::authorization, "Bearer own-endpoints-token");
   EXPECT_FALSE(ask(post)) << "POST /anthropic is relayed";
   for (const char* target : {"/anthropic/v1/messages", "/anthropic//", "/anthropicx", "/unknown"}) {
-    http::request_header<> get = request_head(http::verb::get, target);
+    relay::RequestHead get = request_head(http::verb::get, target);
     get.set(http::field::authorization, "Bearer own-endpoints-token");
     EXPECT_FALSE(ask(get)) << target << " is relayed";
   }
@@ -156,7 +156,7 @@ TEST_F(OwnEndpointsTest, StatusAndRelayedPathsNeedTheToken) {
   EXPECT_EQ(status->status, 401);
   EXPECT_NE(status->body.find("invalid_client_token"), std::string::npos);
 
-  http::request_header<> head = request_head(http::verb::get, "/status", "127.0.0.1");
+  relay::RequestHead head = request_head(http::verb::get, "/status", "127.0.0.1");
   head.set(http::field::authorization, "Bearer own-endpoints-token");
   std::optional<relay::Answer> allowed = ask(head);
   ASSERT_TRUE(allowed);

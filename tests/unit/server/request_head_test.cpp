@@ -10,8 +10,8 @@ namespace {
 namespace http = relay::http;
 
 // A parsed head as Beast gives it to check_parsed_head.
-http::request_header<> parsed(const char* method, const char* target, unsigned version) {
-  http::request_header<> head;
+relay::RequestHead parsed(const char* method, const char* target, unsigned version) {
+  relay::RequestHead head;
   head.method_string(method);
   head.target(target);
   head.version(version);
@@ -74,7 +74,7 @@ TEST(RequestHead, ErrorResponsesAreCompleteJson) {
 }
 
 TEST(CheckParsedHead, AcceptsAnOrdinaryPost) {
-  http::request_header<> head = parsed("POST", "/v1/chat/completions?x=1", 11);
+  relay::RequestHead head = parsed("POST", "/v1/chat/completions?x=1", 11);
   head.insert("Host", "127.0.0.1:8787");
   head.insert("Content-Type", "application/json");
   head.insert("Content-Length", "2");
@@ -85,10 +85,10 @@ TEST(CheckParsedHead, AcceptsAnOrdinaryPost) {
 }
 
 TEST(CheckParsedHead, RefusesConnectAndTraceWith405) {
-  http::request_header<> connect = parsed("CONNECT", "api.openai.com:443", 11);
+  relay::RequestHead connect = parsed("CONNECT", "api.openai.com:443", 11);
   connect.insert("Host", "api.openai.com:443");
   EXPECT_EQ(check_parsed_head(connect).status, 405);
-  http::request_header<> trace = parsed("TRACE", "/", 11);
+  relay::RequestHead trace = parsed("TRACE", "/", 11);
   trace.insert("Host", "127.0.0.1");
   HeadVerdict verdict = check_parsed_head(trace);
   EXPECT_EQ(verdict.status, 405);
@@ -98,16 +98,16 @@ TEST(CheckParsedHead, RefusesConnectAndTraceWith405) {
 TEST(CheckParsedHead, RefusesAbsoluteAndAuthorityFormTargets) {
   for (const char* target : {"http://api.openai.com/v1/models", "https://127.0.0.1:8787/v1",
                              "api.openai.com:443", "127.0.0.1:8787", "*"}) {
-    http::request_header<> head = parsed("GET", target, 11);
+    relay::RequestHead head = parsed("GET", target, 11);
     head.insert("Host", "127.0.0.1:8787");
     EXPECT_EQ(check_parsed_head(head).status, 400) << target;
   }
 }
 
 TEST(CheckParsedHead, Http11NeedsExactlyOneHost) {
-  http::request_header<> none = parsed("GET", "/v1/models", 11);
+  relay::RequestHead none = parsed("GET", "/v1/models", 11);
   EXPECT_EQ(check_parsed_head(none).status, 400);
-  http::request_header<> two = parsed("GET", "/v1/models", 11);
+  relay::RequestHead two = parsed("GET", "/v1/models", 11);
   two.insert("Host", "127.0.0.1:8787");
   two.insert("Host", "evil.example");
   EXPECT_EQ(check_parsed_head(two).status, 400);
@@ -118,7 +118,7 @@ TEST(CheckParsedHead, Http10WithoutHostIsAccepted) {
 }
 
 TEST(CheckParsedHead, RefusesTransferEncodingInHttp10) {
-  http::request_header<> head = parsed("POST", "/v1/chat/completions", 10);
+  relay::RequestHead head = parsed("POST", "/v1/chat/completions", 10);
   head.insert("Transfer-Encoding", "chunked");
   EXPECT_EQ(check_parsed_head(head).status, 400);
 }
@@ -128,7 +128,7 @@ TEST(CheckParsedHead, RefusesATransferEncodingOtherThanChunked) {
   // \"chunked\"". Beast reads `gzip` or `chunked, gzip` as a request with no
   // body and parses the body bytes as the next request.
   for (const char* coding : {"gzip", "chunked, gzip", "gzip, chunked"}) {
-    http::request_header<> head = parsed("POST", "/v1/chat/completions", 11);
+    relay::RequestHead head = parsed("POST", "/v1/chat/completions", 11);
     head.insert("Host", "127.0.0.1:8787");
     head.insert("Transfer-Encoding", coding);
     EXPECT_EQ(check_parsed_head(head).status, 400) << coding;
@@ -197,7 +197,7 @@ TEST(RequestGuard, OriginsMustBeListedExactly) {
 TEST(RequestGuard, TokenIsAcceptedWhereverClientsPutTheirKey) {
   util::Secret token("tok-123");
   auto with = [](const char* name, const char* value) {
-    http::request_header<> head;
+    relay::RequestHead head;
     head.method_string("POST");
     head.target("/v1/chat/completions");
     head.version(11);
@@ -205,7 +205,7 @@ TEST(RequestGuard, TokenIsAcceptedWhereverClientsPutTheirKey) {
     return head;
   };
   auto at = [](const char* target) {
-    http::request_header<> head;
+    relay::RequestHead head;
     head.method_string("GET");
     head.target(target);
     head.version(11);
