@@ -6,6 +6,7 @@
 #include "policy/stream_decoder.hpp"
 #include "policy/usage_tally.hpp"
 #include "util/ascii.hpp"
+#include "util/size_class_allocator.hpp"
 
 #include <exception>
 #include <string>
@@ -93,6 +94,24 @@ struct UsageMeter::Reading final : detail::EventSink {
   bool corrupt = false; // the decoder gave up: nothing after this is read
 };
 
+void UsageMeter::Dispose::operator()(Reading* reading) const noexcept {
+  reading->~Reading();
+  util::SizeClassCache::deallocate(reading, sizeof(Reading));
+}
+
+template <class... Args>
+std::unique_ptr<UsageMeter::Reading, UsageMeter::Dispose> UsageMeter::make_reading(Args&&... args) {
+  static_assert(alignof(Reading) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__,
+                "the cache's blocks come from operator new");
+  void* block = util::SizeClassCache::allocate(sizeof(Reading));
+  try {
+    return std::unique_ptr<Reading, Dispose>(new (block) Reading(std::forward<Args>(args)...));
+  } catch (...) {
+    util::SizeClassCache::deallocate(block, sizeof(Reading));
+    throw;
+  }
+}
+
 UsageMeter::UsageMeter(std::string_view content_type, std::string_view content_encoding) {
   BodyKind kind = body_kind(content_type);
   if (kind == BodyKind::unreadable) {
@@ -100,9 +119,9 @@ UsageMeter::UsageMeter(std::string_view content_type, std::string_view content_e
   }
   try {
     if (is_identity(content_encoding)) { // most bodies: no decoder to allocate
-      m_reading = std::make_unique<Reading>(kind, nullptr);
+      m_reading = make_reading(kind, nullptr);
     } else if (std::unique_ptr<StreamDecoder> decoder = make_decoder(content_encoding)) {
-      m_reading = std::make_unique<Reading>(kind, std::move(decoder));
+      m_reading = make_reading(kind, std::move(decoder));
     }
   } catch (const std::exception&) {
     m_reading.reset(); // out of memory: usage stays unknown

@@ -63,7 +63,13 @@ public:
 
 private:
   struct Reading;
-  std::unique_ptr<Reading> m_reading; // nullptr once finished or when unreadable
+  // A response's Reading comes from the per-thread small-block cache
+  // (util::SizeClassCache): one is made and dropped per response.
+  struct Dispose {
+    void operator()(Reading* reading) const noexcept;
+  };
+  template <class... Args> static std::unique_ptr<Reading, Dispose> make_reading(Args&&... args);
+  std::unique_ptr<Reading, Dispose> m_reading; // nullptr once finished or when unreadable
   Usage m_usage;
 };
 

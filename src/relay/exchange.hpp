@@ -285,7 +285,7 @@ private:
   Alarm m_timer; // for m_watchdog.due()
   Watchdog m_watchdog;
   RequestRecord m_record;
-  std::unique_ptr<CaptureDraft> m_capture; // null when the pool captures nothing
+  std::optional<CaptureDraft> m_capture; // none when the pool captures nothing; in place, no block of its own
 };
 
 } // namespace keyshim::relay

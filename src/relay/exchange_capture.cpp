@@ -1,6 +1,6 @@
 // Request capture (docs/behaviour.md §12.1): what an exchange notes for the
 // capture ring as it runs, and the entry it leaves there at its end. Nothing
-// here runs when the pool's `capture` is off: m_capture is null.
+// here runs when the pool's `capture` is off: m_capture is empty.
 #include "relay/exchange.hpp"
 
 #include "util/ascii.hpp"
@@ -60,8 +60,7 @@ void Exchange::start_capture() {
   CaptureMask mask(*m_state->redactor, client_token(*m_state));
   std::size_t read_limit =
       static_cast<std::size_t>(m_state->config->server.capture_body_limit) + mask.margin();
-  m_capture =
-      std::make_unique<CaptureDraft>(mode, std::string(m_request.target()), m_context.wall.now(), read_limit);
+  m_capture.emplace(mode, std::string(m_request.target()), m_context.wall.now(), read_limit);
 }
 
 // `verdict` null: the attempt that answered (its commit or its 101).
