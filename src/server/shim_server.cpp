@@ -9,6 +9,7 @@
 #include "server/own_endpoints.hpp"
 #include "server/status_line.hpp"
 #include "util/log.hpp"
+#include "util/recycling_allocator.hpp"
 
 #include <boost/asio/post.hpp>
 
@@ -238,7 +239,10 @@ void ShimServer::Impl::on_accept(Listener& listener, const ErrorCode& ec, relay:
     });
     return;
   }
-  std::make_shared<Connection>(std::move(socket), m_connection_context)->start();
+  // A connection's block is kept for the next one, like an exchange's.
+  std::allocate_shared<Connection>(util::RecyclingAllocator<Connection>(), std::move(socket),
+                                   m_connection_context)
+      ->start();
   accept(listener);
 }
 

@@ -73,5 +73,24 @@ TEST(RecyclingAllocator, KeepsAtMostItsLimitAndHandsEachBlockOutOnce) {
   }
 }
 
+TEST(RecyclingAllocator, KeepsNoMoreThanTheLimitItIsGiven) {
+  using Two = RecyclingAllocator<Big, 2>;
+  Two allocator;
+  Big* a = allocator.allocate(1);
+  Big* b = allocator.allocate(1);
+  Big* c = allocator.allocate(1);
+  allocator.deallocate(a, 1);
+  allocator.deallocate(b, 1);
+  allocator.deallocate(c, 1); // past the limit: back to the heap
+  Big* first = allocator.allocate(1);
+  Big* second = allocator.allocate(1);
+  if (Two::k_kept != 0) {
+    EXPECT_EQ(first, b);
+    EXPECT_EQ(second, a);
+  }
+  allocator.deallocate(first, 1);
+  allocator.deallocate(second, 1);
+}
+
 } // namespace
 } // namespace keyshim::util
