@@ -41,8 +41,22 @@ bool named_by_connection(const HeadFields& fields, std::string_view name) {
   return listed;
 }
 
-bool has_connection_field(const HeadFields& fields) {
-  return has_field(fields, http::field::connection);
+// Whether a Connection field names fields of its own to drop ("Connection:
+// X-Foo"). Most clients send only "keep-alive" or "close", which name none
+// that is not dropped anyway (Keep-Alive is hop-by-hop; "close" is reserved
+// as a field name, RFC 9110 section 18.4): such heads skip the per-field
+// lookup of the Connection list.
+bool connection_names_fields(const HeadFields& fields) {
+  bool names = false;
+  for_each_field(fields, http::field::connection, [&](std::string_view list) {
+    while (!names && !list.empty()) {
+      std::size_t comma = list.find(',');
+      std::string_view token = util::trim(list.substr(0, comma));
+      names = !token.empty() && !util::iequals(token, "close") && !util::iequals(token, "keep-alive");
+      list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+    }
+  });
+  return names;
 }
 
 // `target` without the query parameters named "key" (Google's convention,
@@ -266,7 +280,7 @@ std::string upstream_head(const RequestHead& client, std::string_view target, co
   head.reserve(k_head_reserve);
   util::append_request_line(head, client.method_string(), target);
   util::append_field(head, "Host", [&](std::string& out) { append_host(out, key.base_url); });
-  const bool connection_lists = has_connection_field(client);
+  const bool connection_lists = connection_names_fields(client);
   const bool websocket = is_websocket_upgrade(client);
   for (const auto& field : client) {
     std::string_view name = field.name_string();
@@ -306,7 +320,7 @@ std::string client_head(const ResponseHead& upstream, Framing framing,
   std::string head;
   head.reserve(k_head_reserve);
   util::append_status_line(head, static_cast<int>(upstream.result_int()), upstream.reason());
-  const bool connection_lists = has_connection_field(upstream);
+  const bool connection_lists = connection_names_fields(upstream);
   for (const auto& field : upstream) {
     std::string_view name = field.name_string();
     Role role = role_of(field);

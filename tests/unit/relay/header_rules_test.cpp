@@ -147,6 +147,36 @@ TEST(UpstreamHead, DropsHopByHopFieldsAndThoseNamedByConnection) {
             "\r\n");
 }
 
+// "close" and "keep-alive", all most clients list, name nothing more to
+// drop; any other token in any Connection field still does.
+TEST(UpstreamHead, AConnectionOfCloseOrKeepAliveDropsOnlyTheHopByHopFields) {
+  auto plain = parse_request("POST /v1/messages HTTP/1.1\r\n"
+                             "Host: 127.0.0.1:8787\r\n"
+                             "Connection: Keep-Alive , close\r\n"
+                             "Keep-Alive: timeout=5\r\n"
+                             "X-Kept: 1\r\n"
+                             "\r\n");
+  EXPECT_EQ(upstream_head(plain, "/v1/messages", pool_key("sk-pool"), std::nullopt),
+            "POST /v1/messages HTTP/1.1\r\n"
+            "Host: api.openai.com\r\n"
+            "X-Kept: 1\r\n"
+            "Authorization: Bearer sk-pool\r\n"
+            "\r\n");
+  auto listed = parse_request("POST /v1/messages HTTP/1.1\r\n"
+                              "Host: 127.0.0.1:8787\r\n"
+                              "Connection: close\r\n"
+                              "X-Dropped: 1\r\n"
+                              "Connection: ,X-Dropped\r\n"
+                              "X-Kept: 1\r\n"
+                              "\r\n");
+  EXPECT_EQ(upstream_head(listed, "/v1/messages", pool_key("sk-pool"), std::nullopt),
+            "POST /v1/messages HTTP/1.1\r\n"
+            "Host: api.openai.com\r\n"
+            "X-Kept: 1\r\n"
+            "Authorization: Bearer sk-pool\r\n"
+            "\r\n");
+}
+
 // The rules ask Beast's field enum for the names it knows and compare the
 // others by name: both must hold whatever the case the client wrote.
 TEST(UpstreamHead, DropsWhatItDropsWhateverTheCaseOfTheName) {
