@@ -123,10 +123,13 @@ private:
   void on_sent(unsigned generation, const ErrorCode& ec);
   void read_head();
   void on_head(unsigned generation, const ErrorCode& ec);
-  void on_piece(unsigned generation, const ErrorCode& ec);
+  void on_read(unsigned generation, const ErrorCode& error, std::size_t bytes);
+  void read_failed(ErrorCode error, AttemptEvents& events);
+  void hand_over_parsed(std::size_t n, const ErrorCode& parse_error, AttemptEvents& events);
   void deliver(std::size_t n, AttemptEvents& events);
-  // Parse body bytes already read into the piece, without a read: the bytes added.
-  std::size_t parse_buffered();
+  // Parse body bytes already read into the piece, without a read: the bytes
+  // added, and a parse error met after them in `error`.
+  std::size_t parse_buffered(ErrorCode& error);
   // Whether a failure of the write (`writing`) or of reading the response
   // head looks like a pooled connection the upstream had closed while idle.
   bool looks_stale(const ErrorCode& ec, bool writing) const;
