@@ -11,7 +11,7 @@ namespace keyshim::relay {
 namespace {
 
 constexpr std::size_t k_max_buffers = 8;
-// Interrupted calls are tried again, a bounded number of times.
+// Interrupted calls are tried again, a bounded number of times (sends and receives).
 constexpr int k_send_retries = 8;
 
 } // namespace
@@ -33,6 +33,29 @@ std::size_t send_without_waiting(Socket& socket, std::span<const asio::const_buf
       return static_cast<std::size_t>(sent);
     }
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      return 0;
+    }
+    if (errno != EINTR) {
+      break;
+    }
+  }
+  ec = ErrorCode(errno, boost::system::system_category());
+  return 0;
+}
+
+std::size_t receive_without_waiting(Socket& socket, asio::mutable_buffer into, ErrorCode& ec) {
+  ec = {};
+  for (int tries = 0; tries < k_send_retries; ++tries) {
+    ssize_t got = ::recv(socket.native_handle(), into.data(), into.size(), MSG_DONTWAIT);
+    if (got > 0) {
+      return static_cast<std::size_t>(got);
+    }
+    if (got == 0) {
+      ec = asio::error::eof;
+      return 0;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      ec = asio::error::would_block;
       return 0;
     }
     if (errno != EINTR) {

@@ -121,6 +121,9 @@ private:
   void on_connected(unsigned generation, ConnectFailure failure, const std::string& detail);
   void send();
   void on_sent(unsigned generation, const ErrorCode& ec);
+  void new_parser();
+  void await_head();
+  void on_head_readable(unsigned generation, const ErrorCode& wait_error);
   void read_head();
   void on_head(unsigned generation, const ErrorCode& ec);
   void on_read(unsigned generation, const ErrorCode& error, std::size_t bytes);

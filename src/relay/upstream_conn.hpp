@@ -36,6 +36,7 @@ public:
                std::optional<config::ProxyUrl> proxy = std::nullopt);
 
   const std::string& origin() const { return m_origin; }
+  bool tls() const { return m_tls != nullptr; }
   Socket& socket() { return m_tls ? m_tls->next_layer() : m_plain; }
   beast::flat_buffer& buffer() { return m_buffer; }
 
