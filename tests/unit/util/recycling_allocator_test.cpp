@@ -3,12 +3,12 @@
 // the kept ones go back to the heap.
 #include "util/recycling_allocator.hpp"
 
+#include "support/allocator_checks.hpp"
+
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <array>
 #include <memory>
-#include <vector>
 
 namespace keyshim::util {
 namespace {
@@ -54,23 +54,7 @@ TEST(RecyclingAllocator, ASharedObjectMadeWithItIsDestroyedWithItsLastOwner) {
 
 TEST(RecyclingAllocator, KeepsAtMostItsLimitAndHandsEachBlockOutOnce) {
   RecyclingAllocator<Big> allocator;
-  constexpr std::size_t n = RecyclingAllocator<Big>::k_kept + 8;
-  std::vector<Big*> blocks;
-  for (std::size_t i = 0; i < n; ++i) {
-    blocks.push_back(allocator.allocate(1));
-  }
-  for (Big* block : blocks) {
-    allocator.deallocate(block, 1);
-  }
-  std::vector<Big*> again;
-  for (std::size_t i = 0; i < n; ++i) {
-    again.push_back(allocator.allocate(1));
-  }
-  std::sort(again.begin(), again.end());
-  EXPECT_EQ(std::adjacent_find(again.begin(), again.end()), again.end()) << "a block was handed out twice";
-  for (Big* block : again) {
-    allocator.deallocate(block, 1);
-  }
+  test::expect_each_block_handed_out_once(allocator, RecyclingAllocator<Big>::k_kept + 8, 1);
 }
 
 TEST(RecyclingAllocator, KeepsNoMoreThanTheLimitItIsGiven) {

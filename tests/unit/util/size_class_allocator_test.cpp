@@ -4,13 +4,13 @@
 // std::allocator.
 #include "util/size_class_allocator.hpp"
 
+#include "support/allocator_checks.hpp"
+
 #include <boost/beast/http/fields.hpp>
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstring>
 #include <string>
-#include <vector>
 
 namespace keyshim::util {
 namespace {
@@ -46,23 +46,7 @@ TEST(SizeClassAllocator, BlocksOfAnotherClassOrPastTheLargestAreNotShared) {
 
 TEST(SizeClassAllocator, KeepsAtMostItsLimitAndHandsEachBlockOutOnce) {
   SizeClassAllocator<char> allocator;
-  constexpr std::size_t n = Cache::k_kept + 8;
-  std::vector<char*> blocks;
-  for (std::size_t i = 0; i < n; ++i) {
-    blocks.push_back(allocator.allocate(200));
-  }
-  for (char* block : blocks) {
-    allocator.deallocate(block, 200);
-  }
-  std::vector<char*> again;
-  for (std::size_t i = 0; i < n; ++i) {
-    again.push_back(allocator.allocate(200));
-  }
-  std::sort(again.begin(), again.end());
-  EXPECT_EQ(std::adjacent_find(again.begin(), again.end()), again.end()) << "a block was handed out twice";
-  for (char* block : again) {
-    allocator.deallocate(block, 200);
-  }
+  test::expect_each_block_handed_out_once(allocator, Cache::k_kept + 8, 200);
 }
 
 TEST(SizeClassAllocator, BeastFieldsKeepTheirValuesAcrossReuse) {
