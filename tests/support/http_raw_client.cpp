@@ -9,7 +9,10 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <random>
 #include <stdexcept>
 #include <thread>
 
@@ -140,19 +143,50 @@ std::string RawResponse::header(const std::string& name) const {
   return value;
 }
 
-int unused_loopback_port() {
+namespace {
+
+// Binds 127.0.0.1:`port` (0: the kernel chooses) and lets go: the port
+// bound, or 0.
+int bind_and_release(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
   socklen_t len = sizeof addr;
-  int port = 0;
+  int bound = 0;
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
+    bound = ntohs(addr.sin_port);
   }
   ::close(fd);
-  return port;
+  return bound;
+}
+
+// The first port of the kernel's ephemeral range (32768 when unreadable).
+int ephemeral_low() {
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 32768;
+  range >> low;
+  return low;
+}
+
+} // namespace
+
+int unused_loopback_port() {
+  constexpr int k_span = 10000; // ports below the ephemeral range to choose from
+  constexpr int k_tries = 64;
+  const int low = ephemeral_low() - k_span;
+  if (low >= 1024) {
+    thread_local std::mt19937 random(std::random_device{}() ^ static_cast<unsigned>(::getpid()));
+    std::uniform_int_distribution<int> pick(low, low + k_span - 1);
+    for (int i = 0; i < k_tries; ++i) {
+      if (int port = bind_and_release(pick(random))) {
+        return port;
+      }
+    }
+  }
+  return bind_and_release(0);
 }
 
 RawResponse parse_response(const std::string& bytes) {

@@ -43,8 +43,12 @@ struct RawResponse {
   std::string header(const std::string& name) const;
 };
 
-// A loopback port nothing listens on right now: bind port 0, read what the
-// kernel chose, close. 0 when no port could be had.
+// A loopback port nothing is bound to right now, for a keyshim child to
+// listen on: a random one below the kernel's ephemeral range, where no
+// test's outgoing connection can take it between this call and the child's
+// bind (a port the kernel chose for bind(0) can be, and was, about once in
+// a thousand runs of a test beside others). Else what bind(0) chose; 0 when
+// no port could be had.
 int unused_loopback_port();
 
 // Whether a server on 127.0.0.1:`port` answers GET /health within about
