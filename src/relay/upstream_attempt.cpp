@@ -128,6 +128,10 @@ void UpstreamAttempt::await_head() {
     return;
   }
   new_parser();
+  watch_for_head();
+}
+
+void UpstreamAttempt::watch_for_head() {
   m_conn->socket().async_wait(Socket::wait_read,
                               [self = shared_from_this(), conn = m_conn, generation = m_generation](
                                   const ErrorCode& ec) { self->on_head_readable(generation, ec); });
@@ -146,10 +150,7 @@ void UpstreamAttempt::on_head_readable(unsigned generation, const ErrorCode& wai
     ErrorCode error;
     buffer.commit(receive_without_waiting(m_conn->socket(), buffer.prepare(k_read_bytes), error));
     if (error == asio::error::would_block) {
-      m_conn->socket().async_wait(
-          Socket::wait_read, [self = shared_from_this(), conn = m_conn, generation](const ErrorCode& ec) {
-            self->on_head_readable(generation, ec);
-          });
+      watch_for_head();
       return;
     }
     if (error == asio::error::eof) { // as Beast's read reports it
@@ -202,7 +203,7 @@ void UpstreamAttempt::on_head(unsigned generation, const ErrorCode& ec) {
 // Body bytes the last read brought are parsed here, and reads go to the
 // stream itself: Beast's http::async_read_some wraps the same read in a
 // composed operation (a work guard, an extra executor and its own parse of
-// one chunk), about 900 of a paced event's 3,800 instructions. A body that
+// one chunk), about 700 of a paced event's 3,800 instructions. A body that
 // ends within the buffered bytes (a small response's comes whole with its
 // head) is handed over at once; the piece of a longer one goes through the
 // loop, so that a fast stream, whose every piece may find the next already

@@ -123,6 +123,7 @@ private:
   void on_sent(unsigned generation, const ErrorCode& ec);
   void new_parser();
   void await_head();
+  void watch_for_head(); // on_head_readable when the socket is readable
   void on_head_readable(unsigned generation, const ErrorCode& wait_error);
   void read_head();
   void on_head(unsigned generation, const ErrorCode& ec);
