@@ -28,6 +28,19 @@ constexpr std::array<std::string_view, 9> k_hop_by_hop = {
 constexpr std::array<std::string_view, 4> k_credential_headers = {"authorization", "x-api-key",
                                                                   "x-goog-api-key", "api-key"};
 
+// Calls `visit` with each entry of a comma-separated field value, trimmed
+// (empty ones too), until it returns true: whether one did.
+template <class Visit> bool any_list_entry(std::string_view list, Visit visit) {
+  while (!list.empty()) {
+    std::size_t comma = list.find(',');
+    if (visit(util::trim(list.substr(0, comma)))) {
+      return true;
+    }
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+  }
+  return false;
+}
+
 template <std::size_t N> bool in_list(const std::array<std::string_view, N>& list, std::string_view name) {
   return std::any_of(list.begin(), list.end(),
                      [&](std::string_view entry) { return util::iequals(entry, name); });
@@ -49,12 +62,9 @@ bool named_by_connection(const HeadFields& fields, std::string_view name) {
 bool connection_names_fields(const HeadFields& fields) {
   bool names = false;
   for_each_field(fields, http::field::connection, [&](std::string_view list) {
-    while (!names && !list.empty()) {
-      std::size_t comma = list.find(',');
-      std::string_view token = util::trim(list.substr(0, comma));
-      names = !token.empty() && !util::iequals(token, "close") && !util::iequals(token, "keep-alive");
-      list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
-    }
+    names = names || any_list_entry(list, [](std::string_view token) {
+              return !token.empty() && !util::iequals(token, "close") && !util::iequals(token, "keep-alive");
+            });
   });
   return names;
 }
@@ -182,14 +192,7 @@ void append_auth(std::string& head, const config::Auth& auth, const std::string&
 } // namespace
 
 bool lists_token(std::string_view list, std::string_view token) {
-  while (!list.empty()) {
-    std::size_t comma = list.find(',');
-    if (util::iequals(util::trim(list.substr(0, comma)), token)) {
-      return true;
-    }
-    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
-  }
-  return false;
+  return any_list_entry(list, [&](std::string_view entry) { return util::iequals(entry, token); });
 }
 
 bool is_hop_by_hop(std::string_view name) {
@@ -238,16 +241,14 @@ bool is_responses_socket(std::string_view target) {
 std::string without_key_protocols(std::string_view protocols) {
   constexpr std::string_view k_key_prefix = "openai-insecure-api-key.";
   std::string out;
-  while (!protocols.empty()) {
-    std::size_t comma = protocols.find(',');
-    std::string_view entry = util::trim(protocols.substr(0, comma));
+  any_list_entry(protocols, [&](std::string_view entry) {
     bool key = entry.size() >= k_key_prefix.size() &&
                util::iequals(entry.substr(0, k_key_prefix.size()), k_key_prefix);
     if (!entry.empty() && !key) {
       out.append(out.empty() ? "" : ", ").append(entry);
     }
-    protocols = comma == std::string_view::npos ? std::string_view{} : protocols.substr(comma + 1);
-  }
+    return false; // every entry
+  });
   return out;
 }
 
