@@ -8,7 +8,8 @@
 // block. At most k_kept blocks (`Kept`, 64 unless given) wait per type and
 // thread; none under AddressSanitizer, which must see every block freed to
 // find a use after it.
-#include <array>
+#include "util/kept_blocks.hpp"
+
 #include <cstddef>
 #include <new>
 
@@ -18,48 +19,28 @@ template <class T, std::size_t Kept = 64> class RecyclingAllocator {
 public:
   using value_type = T;
   template <class U> struct rebind { using other = RecyclingAllocator<U, Kept>; };
-#if defined(__SANITIZE_ADDRESS__)
-  static constexpr std::size_t k_kept = 0;
-#else
-  static constexpr std::size_t k_kept = Kept;
-#endif
+  static constexpr std::size_t k_kept = KeptBlocks<Kept>::k_limit;
 
   RecyclingAllocator() = default;
-  template <class U> RecyclingAllocator(const RecyclingAllocator<U, Kept>&) noexcept {
-  }
+  template <class U> RecyclingAllocator(const RecyclingAllocator<U, Kept>&) noexcept {}
 
   T* allocate(std::size_t n) {
-    Spare& kept = kept_blocks();
-    if (n == 1 && kept.count != 0) {
-      return static_cast<T*>(kept.blocks[--kept.count]);
+    if (void* block = n == 1 ? kept_blocks().take() : nullptr) {
+      return static_cast<T*>(block);
     }
     return static_cast<T*>(::operator new(n * sizeof(T)));
   }
   void deallocate(T* block, std::size_t n) noexcept {
-    Spare& kept = kept_blocks();
-    if (n == 1 && kept.count < k_kept) {
-      kept.blocks[kept.count++] = block;
-      return;
+    if (n != 1 || !kept_blocks().keep(block)) {
+      ::operator delete(block);
     }
-    ::operator delete(block);
   }
 
-  template <class U> bool operator==(const RecyclingAllocator<U, Kept>&) const noexcept {
-    return true;
-  }
+  template <class U> bool operator==(const RecyclingAllocator<U, Kept>&) const noexcept { return true; }
 
 private:
-  struct Spare {
-    std::array<void*, k_kept + 1> blocks{};
-    std::size_t count = 0;
-    ~Spare() {
-      for (std::size_t i = 0; i < count; ++i) {
-        ::operator delete(blocks[i]);
-      }
-    }
-  };
-  static Spare& kept_blocks() {
-    thread_local Spare kept;
+  static KeptBlocks<Kept>& kept_blocks() {
+    thread_local KeptBlocks<Kept> kept;
     return kept;
   }
 };

@@ -7,6 +7,8 @@
 // through malloc's bins. Larger blocks go to the heap as usual. At most
 // k_kept blocks wait per class and thread; none under AddressSanitizer,
 // which must see every block freed to find a use after it.
+#include "util/kept_blocks.hpp"
+
 #include <array>
 #include <cstddef>
 #include <new>
@@ -18,51 +20,27 @@ public:
   static constexpr std::size_t k_unit = 64;
   static constexpr std::size_t k_classes = 8;
   static constexpr std::size_t k_largest = k_unit * k_classes;
-#if defined(__SANITIZE_ADDRESS__)
-  static constexpr std::size_t k_kept = 0;
-#else
-  static constexpr std::size_t k_kept = 64;
-#endif
+  static constexpr std::size_t k_kept = KeptBlocks<64>::k_limit;
 
   static void* allocate(std::size_t bytes) {
     if (bytes == 0 || bytes > k_largest) {
       return ::operator new(bytes);
     }
-    Kept& kept = kept_blocks()[class_of(bytes)];
-    if (kept.count != 0) {
-      return kept.blocks[--kept.count];
+    if (void* block = kept_blocks()[class_of(bytes)].take()) {
+      return block;
     }
     return ::operator new((class_of(bytes) + 1) * k_unit); // any block of the class fits any request of it
   }
   static void deallocate(void* block, std::size_t bytes) noexcept {
-    if (bytes != 0 && bytes <= k_largest) {
-      Kept& kept = kept_blocks()[class_of(bytes)];
-      if (kept.count < k_kept) {
-        kept.blocks[kept.count++] = block;
-        return;
-      }
+    if (bytes == 0 || bytes > k_largest || !kept_blocks()[class_of(bytes)].keep(block)) {
+      ::operator delete(block);
     }
-    ::operator delete(block);
   }
 
 private:
-  static std::size_t class_of(std::size_t bytes) {
-    return (bytes - 1) / k_unit;
-  }
-  struct Kept {
-    std::array<void*, k_kept + 1> blocks{};
-    std::size_t count = 0;
-    Kept() = default;
-    Kept(const Kept&) = delete;
-    Kept& operator=(const Kept&) = delete;
-    ~Kept() {
-      for (std::size_t i = 0; i < count; ++i) {
-        ::operator delete(blocks[i]);
-      }
-    }
-  };
-  static std::array<Kept, k_classes>& kept_blocks() {
-    thread_local std::array<Kept, k_classes> kept;
+  static std::size_t class_of(std::size_t bytes) { return (bytes - 1) / k_unit; }
+  static std::array<KeptBlocks<64>, k_classes>& kept_blocks() {
+    thread_local std::array<KeptBlocks<64>, k_classes> kept;
     return kept;
   }
 };
