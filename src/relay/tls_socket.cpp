@@ -1,5 +1,7 @@
 #include "relay/tls_socket.hpp"
 
+#include "relay/socket_send.hpp"
+
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -11,9 +13,6 @@
 
 namespace keyshim::relay {
 namespace {
-
-// Interrupted system calls are tried again, a bounded number of times.
-constexpr int k_tls_io_retries = 8;
 
 TlsSocketIo& io_of(BIO* bio) {
   return *static_cast<TlsSocketIo*>(BIO_get_data(bio));
@@ -40,15 +39,11 @@ int failed(BIO* bio, bool reading) {
 int bio_read(BIO* bio, char* data, int size) {
   BIO_clear_retry_flags(bio);
   TlsSocketIo& io = io_of(bio);
-  for (int tries = 0; tries < k_tls_io_retries; ++tries) {
-    ssize_t n = ::recv(io.socket->native_handle(), data, static_cast<std::size_t>(size), 0);
-    if (n >= 0) {
-      io.eof = n == 0;
-      return static_cast<int>(n);
-    }
-    if (errno != EINTR) {
-      break;
-    }
+  ssize_t n = retry_interrupted(
+      [&] { return ::recv(io.socket->native_handle(), data, static_cast<std::size_t>(size), 0); });
+  if (n >= 0) {
+    io.eof = n == 0;
+    return static_cast<int>(n);
   }
   return failed(bio, true);
 }
@@ -56,14 +51,10 @@ int bio_read(BIO* bio, char* data, int size) {
 int bio_write(BIO* bio, const char* data, int size) {
   BIO_clear_retry_flags(bio);
   TlsSocketIo& io = io_of(bio);
-  for (int tries = 0; tries < k_tls_io_retries; ++tries) {
-    ssize_t n = ::send(io.socket->native_handle(), data, static_cast<std::size_t>(size), MSG_NOSIGNAL);
-    if (n >= 0) {
-      return static_cast<int>(n);
-    }
-    if (errno != EINTR) {
-      break;
-    }
+  ssize_t n = retry_interrupted(
+      [&] { return ::send(io.socket->native_handle(), data, static_cast<std::size_t>(size), MSG_NOSIGNAL); });
+  if (n >= 0) {
+    return static_cast<int>(n);
   }
   return failed(bio, false);
 }
