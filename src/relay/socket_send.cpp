@@ -36,20 +36,4 @@ std::size_t send_without_waiting(Socket& socket, std::span<const asio::const_buf
   return 0;
 }
 
-std::size_t receive_without_waiting(Socket& socket, asio::mutable_buffer into, ErrorCode& ec) {
-  ssize_t got = retry_interrupted(
-      [&] { return ::recv(socket.native_handle(), into.data(), into.size(), MSG_DONTWAIT); });
-  if (got > 0) {
-    return static_cast<std::size_t>(got);
-  }
-  if (got == 0) {
-    ec = asio::error::eof;
-  } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-    ec = asio::error::would_block;
-  } else {
-    ec = ErrorCode(errno, boost::system::system_category());
-  }
-  return 0;
-}
-
 } // namespace keyshim::relay

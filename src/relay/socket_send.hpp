@@ -1,9 +1,8 @@
 #pragma once
-// Socket calls that never wait. A send for the writes that usually complete
-// at once (a response piece to the client, a request to the upstream), and
-// a receive for a read the loop said is ready: MSG_DONTWAIT on the one call,
-// where switching the socket to non-blocking mode for it cost an ioctl per
-// connection on top of Asio's own. Event-loop thread only.
+// A send that never waits, for the writes that usually complete at once (a
+// response piece to the client, a request to the upstream): MSG_DONTWAIT on
+// the one call, where switching the socket to non-blocking mode for it cost
+// an ioctl per connection on top of Asio's own. Event-loop thread only.
 #include "relay/beast.hpp"
 
 #include <cerrno>
@@ -32,10 +31,5 @@ template <class Call> ssize_t retry_interrupted(Call call) {
 // As much of `buffers` (at most 8) as the socket takes now; a full socket
 // is no error (0 bytes, `ec` clear), any other failure is `ec`. Never SIGPIPE.
 std::size_t send_without_waiting(Socket& socket, std::span<const asio::const_buffer> buffers, ErrorCode& ec);
-
-// What has arrived, up to `into`'s size: the bytes received, or 0 with `ec`
-// asio::error::would_block when nothing has, asio::error::eof at the end of
-// the stream, or the socket's error.
-std::size_t receive_without_waiting(Socket& socket, asio::mutable_buffer into, ErrorCode& ec);
 
 } // namespace keyshim::relay

@@ -1,6 +1,5 @@
 #include "relay/upstream_attempt.hpp"
 
-#include "relay/socket_send.hpp"
 #include "util/log.hpp"
 
 #include <boost/asio/post.hpp>
@@ -70,6 +69,13 @@ void UpstreamAttempt::on_connected(unsigned generation, ConnectFailure failure, 
 // read at once too: a write's completion would come through the loop, one
 // more epoll_wait per request. The rest, or a failure, is reported from the
 // loop as before.
+//
+// Beast's read of the head tries the socket first, a recvfrom that finds
+// nothing yet (EAGAIN). Waiting for readiness instead (async_wait, then a
+// read) costs more in Asio 1.74: a wait re-arms the socket with
+// epoll_ctl(EPOLL_CTL_MOD), and the re-armed socket reports at once that it
+// is writable, so an epoll_wait more follows. With that wait keyshim used
+// 5 % more CPU per request at c=16 (six runs each, issue 19's session note).
 void UpstreamAttempt::send() {
   m_sent = m_mono.now();
   m_events->attempt_sending();
@@ -77,7 +83,7 @@ void UpstreamAttempt::send() {
   ErrorCode error;
   std::size_t sent = m_conn->write_now(buffers, error);
   if (!error && sent == asio::buffer_size(buffers)) {
-    await_head();
+    read_head();
     return;
   }
   auto done = [self = shared_from_this(), conn = m_conn, generation = m_generation](
@@ -112,58 +118,6 @@ void UpstreamAttempt::new_parser() {
   if (m_request.head_method) {
     m_parser->skip(true);
   }
-}
-
-// The request went out just now, within this turn of the loop: its answer
-// cannot be there yet, and Beast's read would try the socket at once for
-// nothing, a recvfrom per request that fails with EAGAIN. So the socket is
-// watched first, and read when it is readable. That is safe only here: no
-// epoll_wait ran since the request went, so the readiness its answer brings
-// is still to be reported. A TLS connection reads through Beast (OpenSSL may
-// want to write first).
-void UpstreamAttempt::await_head() {
-  if (m_conn->tls() || m_conn->buffer().size() != 0) {
-    read_head();
-    return;
-  }
-  new_parser();
-  watch_for_head();
-}
-
-void UpstreamAttempt::watch_for_head() {
-  m_conn->socket().async_wait(Socket::wait_read,
-                              [self = shared_from_this(), conn = m_conn, generation = m_generation](
-                                  const ErrorCode& ec) { self->on_head_readable(generation, ec); });
-}
-
-// Read and parse until the head is whole, or the socket has no more (then
-// watch it again: the read that found nothing ran just now). A bounded loop:
-// each round reads at least a byte, and the parser's header limit ends it.
-void UpstreamAttempt::on_head_readable(unsigned generation, const ErrorCode& wait_error) {
-  if (!current(generation) || wait_error) {
-    on_head(generation, wait_error);
-    return;
-  }
-  beast::flat_buffer& buffer = m_conn->buffer();
-  for (int round = 0; round < k_max_parsed_elements; ++round) {
-    ErrorCode error;
-    buffer.commit(receive_without_waiting(m_conn->socket(), buffer.prepare(k_read_bytes), error));
-    if (error == asio::error::would_block) {
-      watch_for_head();
-      return;
-    }
-    if (error == asio::error::eof) { // as Beast's read reports it
-      error = m_parser->got_some() ? http::error::partial_message : http::error::end_of_stream;
-    }
-    if (!error) {
-      buffer.consume(m_parser->put(buffer.data(), error));
-    }
-    if (m_parser->is_header_done() || (error && error != http::error::need_more)) {
-      on_head(generation, m_parser->is_header_done() ? ErrorCode() : error);
-      return;
-    }
-  }
-  on_head(generation, http::error::header_limit);
 }
 
 void UpstreamAttempt::read_head() {

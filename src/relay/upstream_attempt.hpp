@@ -122,9 +122,6 @@ private:
   void send();
   void on_sent(unsigned generation, const ErrorCode& ec);
   void new_parser();
-  void await_head();
-  void watch_for_head(); // on_head_readable when the socket is readable
-  void on_head_readable(unsigned generation, const ErrorCode& wait_error);
   void read_head();
   void on_head(unsigned generation, const ErrorCode& ec);
   void on_read(unsigned generation, const ErrorCode& error, std::size_t bytes);

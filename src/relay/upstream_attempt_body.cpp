@@ -1,7 +1,6 @@
 // Reading a response's body, piece by piece as the exchange asks: from the
 // bytes already buffered, from the socket when the loop says it is readable,
 // or through the stream (TLS, and plain reads that may find bytes at once).
-#include "relay/socket_send.hpp"
 #include "relay/upstream_attempt.hpp"
 
 #include <boost/asio/post.hpp>
