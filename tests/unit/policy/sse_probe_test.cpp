@@ -129,6 +129,20 @@ TEST(SseProbe, OnlyTheFirstEventCounts) {
   EXPECT_FALSE(first_event_error("data: {\"id\":1}\n\nevent: error\ndata: {}\n\n"));
 }
 
+// The probe reads the JSON only when the event's text contains "error" or
+// a backslash: an escaped spelling still counts, a mention in a value does not.
+TEST(SseProbe, AnErrorMemberSpelledWithEscapesIsStillAnError) {
+  EXPECT_EQ(first_event_error("data: {\"\\u0065rror\":{\"type\":\"overloaded_error\"}}\n\n"),
+            "overloaded_error");
+  EXPECT_EQ(first_event_error("data: {\"type\":\"\\u0065rror\",\"code\":\"server_is_overloaded\"}\n\n"),
+            "server_is_overloaded");
+}
+
+TEST(SseProbe, TheWordErrorInsideAValueIsNoError) {
+  EXPECT_FALSE(first_event_error("data: {\"delta\":{\"text\":\"no error at all\"}}\n\n"));
+  EXPECT_FALSE(first_event_error("event: message\ndata: {\"id\":\"chatcmpl-1\",\"object\":\"chunk\"}\n\n"));
+}
+
 TEST(SseProbe, OddErrorNamesAreReducedToError) {
   EXPECT_EQ(first_event_error("data: {\"error\":{\"type\":\"has spaces and \\n newline\"}}\n\n"), "error");
 }
