@@ -14,21 +14,24 @@ struct Line {
   bool complete = false; // a terminator was found
 };
 
-// The line starting at `pos`; lines end in "\r\n", "\n" or "\r".
+// The line starting at `pos`; lines end in "\r\n", "\n" or "\r". Two
+// searches (memchr) rather than a loop over every byte: a stream's first
+// event is read this way once or twice.
 Line read_line(std::string_view buffer, std::size_t pos) {
-  for (std::size_t i = pos; i < buffer.size(); ++i) {
-    if (buffer[i] == '\n') {
-      return Line{buffer.substr(pos, i - pos), i + 1, true};
+  std::string_view rest = buffer.substr(pos);
+  std::size_t end = rest.find('\n');
+  std::size_t cr = rest.substr(0, end).find('\r');
+  if (cr != std::string_view::npos) {
+    std::size_t next = pos + cr + 1;
+    if (next < buffer.size() && buffer[next] == '\n') {
+      ++next;
     }
-    if (buffer[i] == '\r') {
-      std::size_t next = i + 1;
-      if (next < buffer.size() && buffer[next] == '\n') {
-        ++next;
-      }
-      return Line{buffer.substr(pos, i - pos), next, true};
-    }
+    return Line{rest.substr(0, cr), next, true};
   }
-  return Line{buffer.substr(pos), buffer.size(), false};
+  if (end != std::string_view::npos) {
+    return Line{rest.substr(0, end), pos + end + 1, true};
+  }
+  return Line{rest, buffer.size(), false};
 }
 
 std::size_t skip_bom(std::string_view buffer) {

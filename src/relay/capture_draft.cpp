@@ -56,6 +56,7 @@ std::string CaptureMask::apply(std::string_view text) const {
 
 Fields captured_head(const Fields& fields, const CaptureMask& mask) {
   Fields out;
+  out.reserve(fields.size() + 1); // and a keyshim-capture field
   std::size_t used = 0;
   std::size_t left_out = 0;
   for (const auto& [name, value] : fields) {
