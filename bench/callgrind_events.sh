@@ -31,13 +31,8 @@ run() {
   else
     tool=(valgrind --tool=callgrind --callgrind-out-file="$out")
   fi
-  if [[ -n ${NGINX:-} ]]; then
-    write_nginx_conf "$work/ng" "$port"
-    "${tool[@]}" nginx -p "$work/ng" -c "$work/ng/nginx.conf" 2>"$work/tool.err" &
-  else
-    "${tool[@]}" "$keyshim" serve -c "$work/pool.toml" --listen "127.0.0.1:$port" -q 2>"$work/tool.err" &
-  fi
-  pid=$!
+  start_proxy_under "$port" "$keyshim" "${tool[@]}"
+  pid=$proxy_pid
   "$loadgen" wait --port "$port" --timeout 60 >/dev/null
   "$loadgen" events --port "$port" --streams "$streams" --events "$n" --gap-us 2000 --timeout 60 >"$work/ev.$n"
   grep -q ' complete=1' "$work/ev.$n" || echo "callgrind_events: $(cat "$work/ev.$n")" >&2

@@ -13,32 +13,47 @@
 # provider's is. With CLOSE=1 each request asks `Connection: close` and comes
 # on a connection of its own, so the count includes accepting and closing it
 # (the side-by-side "client sends Connection: close" rows).
+#
+# With HELD=1 it counts what one new event stream costs instead (the
+# held-streams rows): FEW (default 100) and MANY (400) concurrent `/hold`
+# streams, each a new client connection and upstream connection, the
+# first-event probe, one relayed event and the client's hang-up. That count
+# depends a little on timing: under valgrind the streams last long enough
+# for every exchange's hang-up watch to start.
 set -euo pipefail
-keyshim=$1 loadgen=$2 mock=$3 few=${4:-200} many=${5:-1200}
+if [[ -n ${HELD:-} ]]; then
+  keyshim=$1 loadgen=$2 mock=$3 few=${4:-100} many=${5:-400} unit=stream
+else
+  keyshim=$1 loadgen=$2 mock=$3 few=${4:-200} many=${5:-1200} unit=request
+fi
 # shellcheck source=bench/mock_pool.sh
 source "$(dirname "$0")/mock_pool.sh"
 start_bench_work cgr
 start_mock_pool "$mock" 900 "$work"
 
-# count N: total instructions of one proxy run that served N requests.
+# load N: N requests one at a time, or N streams held at once.
+load() {
+  local n=$1 port=$2
+  if [[ -n ${HELD:-} ]]; then
+    "$loadgen" held --port "$port" --streams "$n" --hold-ms 300 --timeout 60 >"$work/load.$n"
+    grep -q " completed=$n " "$work/load.$n" || echo "callgrind_request: $(cat "$work/load.$n")" >&2
+  else
+    "$loadgen" seq --port "$port" --path /json --count "$n" --warmup 0 ${CLOSE:+--close 1} >"$work/load.$n"
+  fi
+}
+
+# count N: total instructions of one proxy run under load N.
 count() {
   local n=$1 port out="$work/cg.$1" pid
   port=$("$loadgen" freeport)
-  if [[ -n ${NGINX:-} ]]; then
-    write_nginx_conf "$work/ng" "$port"
-    valgrind --tool=callgrind --callgrind-out-file="$out" nginx -p "$work/ng" -c "$work/ng/nginx.conf" \
-      2>"$work/vg.err" &
-  else
-    valgrind --tool=callgrind --callgrind-out-file="$out" "$keyshim" serve -c "$work/pool.toml" \
-      --listen "127.0.0.1:$port" -q 2>"$work/vg.err" &
-  fi
-  pid=$!
+  start_proxy_under "$port" "$keyshim" valgrind --tool=callgrind --callgrind-out-file="$out"
+  pid=$proxy_pid
   "$loadgen" wait --port "$port" --timeout 60 >/dev/null
-  "$loadgen" seq --port "$port" --path /json --count "$n" --warmup 0 ${CLOSE:+--close 1} >"$work/seq.$n"
+  load "$n" "$port"
   kill -TERM "$pid"
   wait "$pid" || true
   callgrind_annotate "$out" 2>/dev/null | sed -n 's/^\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,
 }
 a=$(count "$few")
 b=$(count "$many")
-echo "few=$few ir=$a many=$many ir=$b ir_per_request=$(((b - a) / (many - few)))"
+echo "few=$few ir=$a many=$many ir=$b ir_per_$unit=$(((b - a) / (many - few)))"

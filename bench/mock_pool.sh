@@ -14,6 +14,8 @@
 #                                     # made now in DIR (the pool's ca_file)
 #   write_nginx_conf DIR PORT         # writes DIR/nginx.conf: one worker,
 #                                     # master_process off, listening on PORT
+#   start_proxy_under PORT KEYSHIM TOOL...  # nginx (NGINX=1) or KEYSHIM on
+#                                     # PORT under TOOL; sets proxy_pid
 # shellcheck source=bench/test_cert.sh
 source "$(dirname "${BASH_SOURCE[0]}")/test_cert.sh"
 
@@ -72,4 +74,21 @@ http { access_log off; proxy_buffering off;
       $([[ -n ${TLS:-} ]] && echo "proxy_ssl_verify on; proxy_ssl_trusted_certificate $mock_cert;
       proxy_ssl_name localhost; proxy_ssl_server_name on; proxy_ssl_session_reuse on;") } } }
 NGINX
+}
+
+# start_proxy_under PORT KEYSHIM TOOL...: the proxy the callgrind scripts
+# count, on 127.0.0.1:PORT under TOOL (valgrind or strace with its options):
+# nginx (one worker, master_process off) with NGINX=1, else KEYSHIM on the
+# mock pool. Its stderr goes to $work/tool.err; sets proxy_pid.
+start_proxy_under() {
+  local port=$1 keyshim=$2
+  shift 2
+  if [[ -n ${NGINX:-} ]]; then
+    write_nginx_conf "$work/ng" "$port"
+    "$@" nginx -p "$work/ng" -c "$work/ng/nginx.conf" 2>"$work/tool.err" &
+  else
+    "$@" "$keyshim" serve -c "$work/pool.toml" --listen "127.0.0.1:$port" -q 2>"$work/tool.err" &
+  fi
+  # shellcheck disable=SC2034 # read by the script that sourced this file
+  proxy_pid=$!
 }
