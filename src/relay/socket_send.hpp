@@ -2,7 +2,9 @@
 // A send that never waits, for the writes that usually complete at once (a
 // response piece to the client, a request to the upstream): MSG_DONTWAIT on
 // the one call, where switching the socket to non-blocking mode for it cost
-// an ioctl per connection on top of Asio's own. Event-loop thread only.
+// an ioctl per connection on top of Asio's own; and retry_interrupted, which
+// it and the TLS socket's BIO make their system calls through. Event-loop
+// thread only.
 #include "relay/beast.hpp"
 
 #include <cerrno>

@@ -1,6 +1,5 @@
 // Reading a response's body, piece by piece as the exchange asks: from the
-// bytes already buffered, from the socket when the loop says it is readable,
-// or through the stream (TLS, and plain reads that may find bytes at once).
+// bytes already buffered, else through the stream, plain or TLS.
 #include "relay/upstream_attempt.hpp"
 
 #include <boost/asio/post.hpp>
