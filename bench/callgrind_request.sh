@@ -21,10 +21,11 @@
 # depends a little on timing: under valgrind the streams last long enough
 # for every exchange's hang-up watch to start.
 set -euo pipefail
+keyshim=$1 loadgen=$2 mock=$3
 if [[ -n ${HELD:-} ]]; then
-  keyshim=$1 loadgen=$2 mock=$3 few=${4:-100} many=${5:-400} unit=stream
+  few=${4:-100} many=${5:-400} unit=stream
 else
-  keyshim=$1 loadgen=$2 mock=$3 few=${4:-200} many=${5:-1200} unit=request
+  few=${4:-200} many=${5:-1200} unit=request
 fi
 # shellcheck source=bench/mock_pool.sh
 source "$(dirname "$0")/mock_pool.sh"
