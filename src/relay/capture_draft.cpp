@@ -130,7 +130,11 @@ bool capture_wanted(config::CaptureMode mode, const RequestRecord& record, bool 
   case config::CaptureMode::errors:
     break;
   }
-  return record.status >= 400 || record.status == 0 || !record.error.empty() || attempt_failed;
+  // A client that hangs up mid-answer (Esc in a coding tool) chose to: the
+  // answer did not fail, and keeping every such stop would push the real
+  // failures out of the ring. One that left before any answer is kept.
+  bool cut = !record.error.empty() && !record.client_left;
+  return record.status >= 400 || record.status == 0 || cut || attempt_failed;
 }
 
 CaptureDraft::CaptureDraft(config::CaptureMode mode, std::string target, util::TimePoint time,

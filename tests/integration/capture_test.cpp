@@ -2,15 +2,20 @@
 // its size and body caps, the memory it reports, redaction of every key and
 // credential, and /captures behind the client_token (docs/behaviour.md §12.1).
 #include "support/http_fake_upstream.hpp"
+#include "support/http_raw_client.hpp"
 #include "support/http_shim.hpp"
 #include "support/http_ws_peers.hpp"
+#include "support/log_capture.hpp"
 #include "util/ascii.hpp"
 #include "util/json.hpp"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <fmt/format.h>
+
 #include <chrono>
+#include <string_view>
 #include <thread>
 
 namespace keyshim::test {
@@ -165,6 +170,38 @@ TEST(Capture, ErrorsModeKeepsAStreamCutAfterTheCommitWithItsResponseHead) {
   EXPECT_NE(response.find("head")->dump().find("req-cut-7"), std::string::npos) << entry.dump();
   EXPECT_TRUE(response.find("events")->as_bool());
   EXPECT_EQ(response.string_at("body"), "data: {\"n\":1}\n\n");
+}
+
+// Stopping an answer half-way (Esc in a coding tool) is the client's own
+// doing: errors mode leaves it out, so that a day of such stops does not push
+// the real failures out of the ring; all mode keeps it, with why it ended.
+TEST(Capture, ErrorsModeLeavesOutAStreamTheClientStoppedReading) {
+  FakeUpstream upstream;
+  for (int i = 0; i < 2; ++i) {
+    Scripted stream;
+    stream.headers = {{"Content-Type", "text/event-stream"}};
+    stream.pieces = {"data: {\"n\":1}\n\n", "data: {\"n\":2}\n\n"};
+    stream.hold_after_first_piece = true;
+    upstream.push(stream);
+  }
+  std::string request = make_request("POST", "/v1/chat/completions", R"({"stream":true})", "");
+  for (const char* mode : {"errors", "all"}) {
+    LogCapture log(util::LogLevel::info);
+    Shim shim(pool_toml(1, fmt::format("capture = \"{}\"\n", mode)), upstream.base_url());
+    {
+      RawConnection conn(shim.port());
+      conn.send(request);
+      ASSERT_TRUE(conn.read_until("\"n\":1", 10s)) << mode;
+    } // the client hangs up
+    ASSERT_TRUE(log.wait_for("client went away mid-stream")) << log.text();
+    util::Json list = get_json(shim, "/captures"); // after the exchange's end, on the same loop
+    const util::Json::Array& entries = list.find("entries")->items();
+    ASSERT_EQ(entries.size(), std::string_view(mode) == "all" ? 1u : 0u) << mode << list.dump();
+    if (!entries.empty()) {
+      EXPECT_EQ(entries.at(0).find("status")->as_unsigned(), 200u);
+      EXPECT_EQ(get_json(shim, "/captures/1").string_at("error"), "client went away mid-stream");
+    }
+  }
 }
 
 TEST(Capture, ErrorsModeKeepsAServerErrorEveryKeyGot) {

@@ -143,7 +143,21 @@ TEST(CaptureWanted, ErrorsKeepsFailuresFailoversAndCutAnswersButNotAPlainSuccess
   refused.status = 429;
   EXPECT_TRUE(capture_wanted(config::CaptureMode::errors, refused, false));
   RequestRecord left; // status 0: the client left first
+  left.client_left = true;
   EXPECT_TRUE(capture_wanted(config::CaptureMode::errors, left, false));
+}
+
+TEST(CaptureWanted, ErrorsLeavesOutAClientThatStoppedReadingAnAnswer) {
+  RequestRecord stopped;
+  stopped.status = 200;
+  stopped.error = "client went away mid-stream";
+  stopped.client_left = true;
+  EXPECT_FALSE(capture_wanted(config::CaptureMode::errors, stopped, false));
+  EXPECT_TRUE(capture_wanted(config::CaptureMode::errors, stopped, true)); // after a failover
+  EXPECT_TRUE(capture_wanted(config::CaptureMode::all, stopped, false));
+  RequestRecord refused = stopped;
+  refused.status = 503; // keyshim's own answer, not read to its end
+  EXPECT_TRUE(capture_wanted(config::CaptureMode::errors, refused, false));
 }
 
 TEST(CaptureDraft, KeepsTheFirstBytesOfTheResponseAndTheChain) {
