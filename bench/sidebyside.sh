@@ -67,12 +67,12 @@ done
 
 # ------------------------------------------------------------ parameters
 if ((quick)); then
-  rounds=2 ttfb_count=500 ev_streams=4 ev_events=150 ev_gap_us=2000
+  rounds=2 ttfb_rounds=3 ttfb_count=250 ev_streams=4 ev_events=150 ev_gap_us=2000
   rps_seconds=1 rps_warmup=0.2 bulk_seconds=1 bulk_warmup=0.2
   fo_count=300 held_timeout=10 held_big_timeout=12 hold_ms=300
   silent_timeout=15 settle_s=10 first_rounds=3 ws_seconds=1 ws_warmup=0.2
 else
-  rounds=3 ttfb_count=2100 ev_streams=4 ev_events=300 ev_gap_us=2000
+  rounds=3 ttfb_rounds=9 ttfb_count=700 ev_streams=4 ev_events=300 ev_gap_us=2000
   rps_seconds=2 rps_warmup=0.3 bulk_seconds=2 bulk_warmup=0.3
   fo_count=1000 held_timeout=20 held_big_timeout=30 hold_ms=500
   silent_timeout=40 settle_s=20 first_rounds=5 ws_seconds=2 ws_warmup=0.3

@@ -21,17 +21,21 @@ measure_idle() {
 }
 
 # ------------------------------------------------------------ TTFB
-ttfb_run() { lg seq 60 $(conn_of "$1") --path /json --count $((ttfb_count / rounds)) --warmup-count 50; }
+# A round of ttfb_count requests takes a fraction of a second, and a round's
+# p50 moves by ±20 % with what else the machine does in it: this row runs
+# ttfb_rounds rounds (9 in a full run), more than the others, for a median
+# that holds from one run to the next.
+ttfb_run() { lg seq 60 $(conn_of "$1") --path /json --count "$ttfb_count" --warmup-count 50; }
 # measure_ttfb [PREFIX]: keys PREFIXttfb, PREFIXttfb99 (for the upstream $up).
 measure_ttfb() {
-  local p=${1:-}
+  local p=${1:-} rounds=$ttfb_rounds # interleave and agg read it
   interleave "${p}ttfb" ttfb_run
   agg "${p}ttfb" "${p}ttfb" ttfb_p50_us
   agg "${p}ttfb" "${p}ttfb99" ttfb_p99_us
 }
 table_ttfb() {
   local p=${1:-} what=${2:-}
-  header "TTFB, keep-alive, one request at a time${what}, median of $rounds rounds, µs (target: added ≤ nginx's)"
+  header "TTFB, keep-alive, one request at a time${what}, median of $ttfb_rounds rounds, µs (target: added ≤ nginx's)"
   row3 "p50" "${p}ttfb" no
   row3 "p99" "${p}ttfb99" no
   row_added "p50 added over direct" "${p}ttfb"
