@@ -54,7 +54,8 @@ CapturedBody captured_body(std::string_view bytes, std::uint64_t total, std::siz
 
 // Whether a pool in `mode` keeps the exchange `record` describes: errors
 // keeps those whose client got 400 or more or nothing (status 0), those that
-// ended abnormally, and those where an attempt failed before the answer.
+// ended abnormally other than by the client hanging up mid-answer, and those
+// where an attempt failed before the answer.
 bool capture_wanted(config::CaptureMode mode, const RequestRecord& record, bool attempt_failed);
 
 class CaptureDraft {
