@@ -4,6 +4,7 @@
 
 #include "relay/health_report.hpp"
 #include "relay/quota_report.hpp"
+#include "util/clock.hpp"
 #include "util/log.hpp"
 
 #include <fmt/format.h>
@@ -54,6 +55,7 @@ void Exchange::write_piece(std::string_view data, bool last) {
 }
 
 void Exchange::on_piece_written(const ErrorCode& ec, std::size_t bytes, bool last) {
+  util::ClockTurn turn; // the time is read once in this handler
   Streaming* s = std::get_if<Streaming>(&m_phase);
   if (!s) {
     return;

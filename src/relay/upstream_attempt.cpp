@@ -1,5 +1,6 @@
 #include "relay/upstream_attempt.hpp"
 
+#include "util/clock.hpp"
 #include "util/log.hpp"
 
 #include <boost/asio/post.hpp>
@@ -53,6 +54,7 @@ void UpstreamAttempt::connect_fresh() {
 }
 
 void UpstreamAttempt::on_connected(unsigned generation, ConnectFailure failure, const std::string& detail) {
+  util::ClockTurn turn; // the time is read once in this handler
   std::shared_ptr<AttemptEvents> events = current(generation);
   if (!events) {
     return;
@@ -99,6 +101,7 @@ void UpstreamAttempt::send() {
 }
 
 void UpstreamAttempt::on_sent(unsigned generation, const ErrorCode& ec) {
+  util::ClockTurn turn; // the time is read once in this handler
   std::shared_ptr<AttemptEvents> events = current(generation);
   if (!events) {
     return;
@@ -131,6 +134,7 @@ void UpstreamAttempt::read_head() {
 }
 
 void UpstreamAttempt::on_head(unsigned generation, const ErrorCode& ec) {
+  util::ClockTurn turn; // the time is read once in this handler
   std::shared_ptr<AttemptEvents> events = current(generation);
   if (!events) {
     return;

@@ -2,6 +2,8 @@
 // bytes already buffered, else through the stream, plain or TLS.
 #include "relay/upstream_attempt.hpp"
 
+#include "util/clock.hpp"
+
 #include <boost/asio/post.hpp>
 #include <boost/beast/core/read_size.hpp>
 
@@ -48,6 +50,7 @@ void UpstreamAttempt::read_body() {
 }
 
 void UpstreamAttempt::on_read(unsigned generation, const ErrorCode& error, std::size_t bytes) {
+  util::ClockTurn turn; // the time is read once in this handler
   std::shared_ptr<AttemptEvents> events = current(generation);
   if (!events) {
     return; // abandoned: nothing is parsed, nothing lands in the client's piece buffer

@@ -5,6 +5,7 @@
 #include "server/published_state.hpp"
 #include "server/request_head.hpp"
 #include "util/ascii.hpp"
+#include "util/clock.hpp"
 #include "util/http_text.hpp"
 #include "util/log.hpp"
 #include "util/recycling_allocator.hpp"
@@ -66,6 +67,7 @@ void Connection::read_more() {
 }
 
 void Connection::on_read(const ErrorCode& ec, std::size_t n) {
+  util::ClockTurn turn; // the time is read once in this handler
   if (m_phase != Phase::reading_head) {
     return;
   }
@@ -172,6 +174,7 @@ void Connection::read_body() {
 }
 
 void Connection::on_body(const ErrorCode& ec) {
+  util::ClockTurn turn; // the time is read once in this handler
   if (m_phase != Phase::reading_body) {
     return;
   }
