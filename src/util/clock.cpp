@@ -26,26 +26,29 @@ ClockTurn::~ClockTurn() {
   }
 }
 
-TimePoint SystemClock::now() const {
+namespace {
+
+// The clock's time: read now outside a turn, else once per turn.
+template <class RealClock>
+typename RealClock::time_point once_per_turn(bool& have, typename RealClock::time_point& read) {
   if (t_turn.depth == 0) {
-    return std::chrono::system_clock::now();
+    return RealClock::now();
   }
-  if (!t_turn.have_wall) {
-    t_turn.wall = std::chrono::system_clock::now();
-    t_turn.have_wall = true;
+  if (!have) {
+    read = RealClock::now();
+    have = true;
   }
-  return t_turn.wall;
+  return read;
+}
+
+} // namespace
+
+TimePoint SystemClock::now() const {
+  return once_per_turn<std::chrono::system_clock>(t_turn.have_wall, t_turn.wall);
 }
 
 std::chrono::steady_clock::time_point SteadyClock::now() const {
-  if (t_turn.depth == 0) {
-    return std::chrono::steady_clock::now();
-  }
-  if (!t_turn.have_steady) {
-    t_turn.steady = std::chrono::steady_clock::now();
-    t_turn.have_steady = true;
-  }
-  return t_turn.steady;
+  return once_per_turn<std::chrono::steady_clock>(t_turn.have_steady, t_turn.steady);
 }
 
 Clock& system_clock() {
