@@ -22,6 +22,12 @@ void let_time_pass(steady_clock::time_point steady, system_clock::time_point wal
   FAIL() << "the clocks did not move";
 }
 
+// A read of each real clock now is later than the given time.
+void expect_fresh_reads(steady_clock::time_point steady, system_clock::time_point wall) {
+  EXPECT_GT(util::steady_clock().now(), steady);
+  EXPECT_GT(util::system_clock().now(), wall);
+}
+
 TEST(ClockTurn, AnswersEveryReadInATurnWithTheFirst) {
   ClockTurn turn;
   steady_clock::time_point steady = util::steady_clock().now();
@@ -40,16 +46,14 @@ TEST(ClockTurn, ReadsTheClockAgainOnceTheTurnEnds) {
     wall = util::system_clock().now();
     let_time_pass(steady, wall);
   }
-  EXPECT_GT(util::steady_clock().now(), steady);
-  EXPECT_GT(util::system_clock().now(), wall);
+  expect_fresh_reads(steady, wall);
 }
 
 TEST(ClockTurn, OutsideATurnEveryReadIsFresh) {
   steady_clock::time_point steady = util::steady_clock().now();
   TimePoint wall = util::system_clock().now();
   let_time_pass(steady, wall);
-  EXPECT_GT(util::steady_clock().now(), steady);
-  EXPECT_GT(util::system_clock().now(), wall);
+  expect_fresh_reads(steady, wall);
 }
 
 TEST(ClockTurn, AnInnerTurnEndingKeepsTheOuterTurnsTime) {
