@@ -6,7 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/buffers_suffix.hpp>
-#include <boost/beast/http/read.hpp>
+#include <boost/beast/core/read_size.hpp>
 
 #include <array>
 #include <limits>
@@ -70,14 +70,8 @@ void UpstreamAttempt::on_connected(unsigned generation, ConnectFailure failure, 
 // The socket usually takes the whole request at once, and then the head is
 // read at once too: a write's completion would come through the loop, one
 // more epoll_wait per request. The rest, or a failure, is reported from the
-// loop as before.
-//
-// Beast's read of the head tries the socket first, a recvfrom that finds
-// nothing yet (EAGAIN). Waiting for readiness instead (async_wait, then a
-// read) costs more in Asio 1.74: a wait re-arms the socket with
-// epoll_ctl(EPOLL_CTL_MOD), and the re-armed socket reports at once that it
-// is writable, so an epoll_wait more follows. With that wait keyshim used
-// 5 % more CPU per request at c=16 (six runs each, issue 19's session note).
+// loop as before. (The previous answer's last read left the socket empty,
+// so that read of the head waits for the loop without a recv first.)
 void UpstreamAttempt::send() {
   m_sent = m_mono.now();
   m_events->attempt_sending();
@@ -123,14 +117,64 @@ void UpstreamAttempt::new_parser() {
   }
 }
 
+// The head is read as Beast's http::async_read_header reads it (the bytes
+// already buffered first, a result always from the loop), but through
+// UpstreamConn::read_some: right after the request went, the answer is not
+// there yet, and a plain connection then waits for it without a recv that
+// must fail.
 void UpstreamAttempt::read_head() {
   new_parser();
-  m_conn->with_stream([&](auto& stream) {
-    http::async_read_header(
-        stream, m_conn->buffer(), *m_parser,
-        [self = shared_from_this(), conn = m_conn, parser = m_parser,
-         generation = m_generation](const ErrorCode& ec, std::size_t) { self->on_head(generation, ec); });
-  });
+  if (m_conn->buffer().size() == 0) {
+    read_head_bytes();
+    return;
+  }
+  ErrorCode ec = parse_head(); // an interim response's successor may be buffered
+  if (ec == http::error::need_more) {
+    read_head_bytes();
+    return;
+  }
+  asio::post(m_conn->socket().get_executor(),
+             [self = shared_from_this(), generation = m_generation, ec] { self->on_head(generation, ec); });
+}
+
+void UpstreamAttempt::read_head_bytes() {
+  beast::flat_buffer& buffer = m_conn->buffer();
+  auto into = buffer.prepare(beast::read_size(buffer, k_wide_read_bytes));
+  m_conn->read_some(into,
+                    [self = shared_from_this(), conn = m_conn, generation = m_generation](
+                        const ErrorCode& ec, std::size_t n) { self->on_head_bytes(generation, ec, n); });
+}
+
+void UpstreamAttempt::on_head_bytes(unsigned generation, const ErrorCode& error, std::size_t bytes) {
+  util::ClockTurn turn; // the time is read once in this handler
+  if (!current(generation)) {
+    return;
+  }
+  m_conn->buffer().commit(bytes);
+  ErrorCode ec = error;
+  if (ec == asio::error::eof) {
+    // A head cut short is a partial message; none at all, Beast's end_of_stream.
+    ec = {};
+    if (m_parser->got_some()) {
+      m_parser->put_eof(ec);
+    } else {
+      ec = http::error::end_of_stream;
+    }
+  } else if (!ec) {
+    ec = parse_head();
+    if (ec == http::error::need_more) {
+      read_head_bytes();
+      return;
+    }
+  }
+  on_head(generation, ec);
+}
+
+ErrorCode UpstreamAttempt::parse_head() {
+  beast::flat_buffer& buffer = m_conn->buffer();
+  ErrorCode ec;
+  buffer.consume(m_parser->put(buffer.data(), ec));
+  return ec;
 }
 
 void UpstreamAttempt::on_head(unsigned generation, const ErrorCode& ec) {

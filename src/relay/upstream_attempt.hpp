@@ -123,6 +123,10 @@ private:
   void on_sent(unsigned generation, const ErrorCode& ec);
   void new_parser();
   void read_head();
+  void read_head_bytes();
+  void on_head_bytes(unsigned generation, const ErrorCode& error, std::size_t bytes);
+  // Parse the buffered bytes as the head: need_more while it is incomplete.
+  ErrorCode parse_head();
   void on_head(unsigned generation, const ErrorCode& ec);
   void on_read(unsigned generation, const ErrorCode& error, std::size_t bytes);
   void read_failed(ErrorCode error, AttemptEvents& events);

@@ -1,6 +1,7 @@
 #include "relay/upstream_conn.hpp"
 
 #include "relay/proxy_tunnel.hpp"
+#include "relay/socket_read.hpp"
 #include "relay/socket_send.hpp"
 
 #include <boost/asio/connect.hpp>
@@ -107,6 +108,7 @@ void UpstreamConn::on_connected(const ErrorCode& ec) {
   }
   ErrorCode ignored;
   socket().set_option(tcp::no_delay(true), ignored);
+  enable_read_hints(socket().native_handle());
   if (m_proxy) {
     // http:// upstreams tunnel too: one code path, and a proxy that allows
     // CONNECT to the port is all it takes (absolute-form requests would

@@ -4,6 +4,7 @@
 // from the event loop's thread.
 #include "config/config.hpp"
 #include "relay/beast.hpp"
+#include "relay/socket_read.hpp"
 #include "relay/tls_contexts.hpp"
 #include "relay/tls_socket.hpp"
 
@@ -57,6 +58,15 @@ public:
   using ConnectDone = std::function<void(ConnectFailure, std::string)>;
   void connect(const config::UpstreamUrl& url, ConnectDone done);
 
+  // Reads what the stream has into `into`; `done(ec, n)` runs from the loop.
+  // Neither kind tries a recv bound to fail (relay/socket_read.hpp).
+  template <class Handler> void read_some(asio::mutable_buffer into, Handler&& done) {
+    if (m_tls) {
+      m_tls->async_read_some(into, std::forward<Handler>(done));
+    } else {
+      relay::read_some(m_plain, into, std::forward<Handler>(done));
+    }
+  }
   // As much of `buffers` as the socket takes without waiting; `ec` for a
   // failed write, none when the socket is full.
   std::size_t write_now(const std::array<asio::const_buffer, 2>& buffers, ErrorCode& ec);

@@ -1,6 +1,7 @@
 #include "server/connection.hpp"
 
 #include "relay/answers.hpp"
+#include "relay/socket_read.hpp"
 #include "server/own_endpoints.hpp"
 #include "server/published_state.hpp"
 #include "server/request_head.hpp"
@@ -60,10 +61,11 @@ void Connection::read_head() {
   read_more();
 }
 
+// A read that empties the socket lets the next one wait for the client
+// without a recv first (relay/socket_read.hpp).
 void Connection::read_more() {
-  m_socket.async_read_some(
-      m_buffer.prepare(k_read_size),
-      [self = shared_from_this()](const ErrorCode& ec, std::size_t n) { self->on_read(ec, n); });
+  relay::read_some(m_socket, m_buffer.prepare(k_read_size),
+                   [self = shared_from_this()](const ErrorCode& ec, std::size_t n) { self->on_read(ec, n); });
 }
 
 void Connection::on_read(const ErrorCode& ec, std::size_t n) {
@@ -299,9 +301,13 @@ void Connection::on_alarm() {
 // nothing for a reset to destroy: the connection closes at once, as nginx's
 // does (lingering costs a shutdown, a read of the client's FIN and a trip
 // through the loop). One that may still be sending gets the lingering close.
+// A socket its last read emptied, with no readiness reported since, holds
+// nothing; only one that may is asked (an ioctl).
 void Connection::close_after_answer() {
   ErrorCode ec;
-  if (m_client_closes && m_buffer.size() == 0 && m_socket.available(ec) == 0 && !ec) {
+  bool sent_more =
+      m_buffer.size() != 0 || (relay::may_hold_bytes(m_socket) && (m_socket.available(ec) != 0 || ec));
+  if (m_client_closes && !sent_more) {
     close();
     return;
   }

@@ -4,6 +4,7 @@
 #include "relay/beast.hpp"
 #include "relay/exchange.hpp"
 #include "relay/request_log.hpp"
+#include "relay/socket_read.hpp"
 #include "server/connection.hpp"
 #include "server/connection_context.hpp"
 #include "server/own_endpoints.hpp"
@@ -175,6 +176,7 @@ bool ShimServer::bind(std::string& error) {
     m_impl->m_listeners.pop_back();
     return false;
   }
+  relay::enable_read_hints(acceptor.native_handle()); // its connections inherit it
   m_port = acceptor.local_endpoint().port();
   m_listen.port = m_port;
   return true;
@@ -184,6 +186,7 @@ void ShimServer::adopt(const InheritedSockets& inherited) {
   for (const InheritedSocket& socket : inherited.sockets) {
     Listener& listener = m_impl->m_listeners.emplace_back(m_impl->m_ioc.get_executor());
     listener.acceptor.assign(socket.ipv6 ? relay::tcp::v6() : relay::tcp::v4(), socket.fd);
+    relay::enable_read_hints(socket.fd);
   }
   if (!inherited.sockets.empty()) {
     m_socket_manager = inherited.manager;
@@ -239,6 +242,11 @@ void ShimServer::Impl::on_accept(Listener& listener, const ErrorCode& ec, relay:
     });
     return;
   }
+  // The socket was registered with the loop a moment ago, in this handler's
+  // completion: a request already there is reported by the next poll, so
+  // its first read waits for that instead of trying a recv (nginx does the
+  // same; relay/socket_read.hpp).
+  relay::mark_emptied(socket);
   // A connection's block is kept for the next one, like an exchange's.
   std::allocate_shared<Connection>(util::RecyclingAllocator<Connection>(), std::move(socket),
                                    m_connection_context)
