@@ -1,5 +1,6 @@
 #include "relay/tls_socket.hpp"
 
+#include "relay/socket_read.hpp"
 #include "relay/socket_send.hpp"
 
 #include <openssl/bio.h>
@@ -35,17 +36,28 @@ int failed(BIO* bio, bool reading) {
 
 // The BIO between OpenSSL and the socket: recv and send on the socket's
 // descriptor as it is at the call (once closed, EBADF, never another
-// connection's descriptor), and send without SIGPIPE.
+// connection's descriptor), and send without SIGPIPE. A socket that the last
+// read emptied is not read again until the loop reports it readable
+// (relay/socket_read.hpp): OpenSSL hears "retry" without a system call.
 int bio_read(BIO* bio, char* data, int size) {
   BIO_clear_retry_flags(bio);
   TlsSocketIo& io = io_of(bio);
-  ssize_t n = retry_interrupted(
-      [&] { return ::recv(io.socket->native_handle(), data, static_cast<std::size_t>(size), 0); });
-  if (n >= 0) {
-    io.eof = n == 0;
-    return static_cast<int>(n);
+  if (!may_hold_bytes(*io.socket)) {
+    BIO_set_retry_read(bio);
+    return -1;
   }
-  return failed(bio, true);
+  ErrorCode ec;
+  std::size_t n = read_without_waiting(*io.socket, asio::buffer(data, static_cast<std::size_t>(size)), ec);
+  if (n == 0 && !ec) {
+    BIO_set_retry_read(bio);
+    return -1;
+  }
+  io.eof = ec == asio::error::eof;
+  if (ec && !io.eof) {
+    io.error = ec.value();
+    return -1;
+  }
+  return static_cast<int>(n);
 }
 
 int bio_write(BIO* bio, const char* data, int size) {

@@ -130,6 +130,7 @@ private:
   Socket m_socket;
   SSL* m_ssl;
   TlsSocketIo m_io;
+  char m_peeked = 0;                // where a read's wait peeks; the byte stays in the socket
   std::unique_ptr<char[]> m_gather; // made at the first write that needs it
 };
 
@@ -161,6 +162,12 @@ public:
     wait(step);
   }
 
+  // The peek found a byte, the end of the stream or an error: the step's
+  // own read meets the same and reports it. Only a cancelled wait ends here.
+  void operator()(const ErrorCode& peek_error, std::size_t) {
+    (*this)(peek_error == asio::error::operation_aborted ? peek_error : ErrorCode());
+  }
+
   // The socket is ready, or the wait failed (closed: operation_aborted).
   void operator()(const ErrorCode& wait_error) {
     if (wait_error) {
@@ -178,9 +185,17 @@ public:
   }
 
 private:
+  // A read waits with a receive that peeks one byte: the socket was emptied
+  // (the BIO's read said so), and Asio then queues the receive without a
+  // system call, where a wait for readability re-arms the socket with
+  // epoll_ctl every time. A write waits for writability, rarely.
   void wait(Step step) {
     Socket& socket = m_socket->m_socket;
-    socket.async_wait(step == Step::want_read ? Socket::wait_read : Socket::wait_write, std::move(*this));
+    if (step == Step::want_read) {
+      socket.async_receive(asio::buffer(&m_socket->m_peeked, 1), Socket::message_peek, std::move(*this));
+    } else {
+      socket.async_wait(Socket::wait_write, std::move(*this));
+    }
   }
 
   TlsSocket* m_socket;
