@@ -10,9 +10,11 @@
 namespace keyshim::relay {
 
 // Body bytes the last read brought are parsed here, and reads go to the
-// stream itself: Beast's http::async_read_some wraps the same read in a
+// connection itself: Beast's http::async_read_some wraps the same read in a
 // composed operation (a work guard, an extra executor and its own parse of
-// one chunk), about 700 of a paced event's 3,800 instructions. A body that
+// one chunk), about 700 of a paced event's 3,800 instructions. A paced
+// event's read empties the socket, so the read after it waits for the next
+// without a recv first (relay/socket_read.hpp). A body that
 // ends within the buffered bytes (a small response's comes whole with its
 // head) is handed over at once; the piece of a longer one goes through the
 // loop, so that a fast stream, whose every piece may find the next already
@@ -41,12 +43,9 @@ void UpstreamAttempt::read_body() {
   }
   beast::flat_buffer& buffer = m_conn->buffer();
   auto into = buffer.prepare(beast::read_size(buffer, k_wide_read_bytes));
-  m_conn->with_stream([&](auto& stream) {
-    stream.async_read_some(into, [self = shared_from_this(), conn = m_conn,
-                                  generation = m_generation](const ErrorCode& ec, std::size_t bytes) {
-      self->on_read(generation, ec, bytes);
-    });
-  });
+  m_conn->read_some(into,
+                    [self = shared_from_this(), conn = m_conn, generation = m_generation](
+                        const ErrorCode& ec, std::size_t bytes) { self->on_read(generation, ec, bytes); });
 }
 
 void UpstreamAttempt::on_read(unsigned generation, const ErrorCode& error, std::size_t bytes) {

@@ -1,6 +1,7 @@
 #include "relay/ws_tunnel.hpp"
 
 #include "policy/socket_event.hpp"
+#include "relay/socket_read.hpp"
 #include "util/duration.hpp"
 
 #include <boost/asio/write.hpp>
@@ -66,9 +67,9 @@ void WsTunnel::read(Way way) {
                   const ErrorCode& ec, std::size_t n) { self->on_read(way, generation, ec, n); };
   asio::mutable_buffer into(d.buffer.get(), k_read_size);
   if (way == Way::up) {
-    m_client.async_read_some(into, std::move(done));
+    read_some(m_client, into, std::move(done)); // relay/socket_read.hpp: no recv bound to fail
   } else {
-    m_upstream->with_stream([&](auto& stream) { stream.async_read_some(into, std::move(done)); });
+    m_upstream->read_some(into, std::move(done));
   }
 }
 
