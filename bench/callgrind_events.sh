@@ -9,8 +9,8 @@
 #
 # prints the proxy's instructions per event, counted by callgrind. With
 # STRACE=1 the proxy runs under `strace -f -c` instead, and the line gives
-# its system calls per event, by name (recvfrom, sendmsg or writev,
-# epoll_wait, epoll_ctl), and how many of the recvfrom calls failed (EAGAIN).
+# its system calls per event, by name (recvfrom or recvmsg, sendmsg or
+# writev, epoll_wait, epoll_ctl), and how many of the reads failed (EAGAIN).
 # epoll_wait per event depends on how often the four streams' events fall
 # due together (0.4 to 1.1 between runs of one binary); the others do not.
 # With NGINX=1, nginx (one worker, master_process off) is measured the same
@@ -41,14 +41,14 @@ run() {
   wait "$pid" || true
 }
 
-# calls N: "name=calls ..." (and recvfrom_failed=) of one strace run.
+# calls N: "name=calls ..." (and NAME_failed= for reads) of one strace run.
 calls() {
   local n=$1 out="$work/st.$1"
   run "$n" "$out" "$("$loadgen" freeport)"
-  awk '$NF ~ /^(recvfrom|sendmsg|writev|epoll_wait|epoll_ctl)$/ {
+  awk '$NF ~ /^(recvfrom|recvmsg|sendmsg|writev|epoll_wait|epoll_ctl)$/ {
          failed = ($5 ~ /^[0-9]+$/) ? $5 : 0
          printf "%s=%d ", $NF, $4
-         if ($NF == "recvfrom") printf "recvfrom_failed=%d ", failed }' "$out"
+         if ($NF ~ /^recv/) printf "%s_failed=%d ", $NF, failed }' "$out"
 }
 
 # instructions N: the total of one callgrind run.
@@ -64,7 +64,7 @@ if [[ -n ${STRACE:-} ]]; then
   b=$(calls "$many")
   [[ -n ${VERBOSE:-} ]] && echo "few=$few: $a" && echo "many=$many: $b"
   printf 'events=%d per event:' "$events"
-  for name in recvfrom recvfrom_failed sendmsg writev epoll_wait epoll_ctl; do
+  for name in recvfrom recvfrom_failed recvmsg recvmsg_failed sendmsg writev epoll_wait epoll_ctl; do
     x=$(grep -o "$name=[0-9]*" <<<"$a" | cut -d= -f2 || true)
     y=$(grep -o "$name=[0-9]*" <<<"$b" | cut -d= -f2 || true)
     awk -v n="$name" -v x="${x:-0}" -v y="${y:-0}" -v e="$events" 'BEGIN { printf " %s=%.2f", n, (y - x) / e }'
