@@ -125,24 +125,16 @@ void UpstreamAttempt::new_parser() {
 void UpstreamAttempt::read_head() {
   new_parser();
   if (m_conn->buffer().size() == 0) {
-    read_head_bytes();
+    read_bytes(&UpstreamAttempt::on_head_bytes);
     return;
   }
   ErrorCode ec = parse_head(); // an interim response's successor may be buffered
   if (ec == http::error::need_more) {
-    read_head_bytes();
+    read_bytes(&UpstreamAttempt::on_head_bytes);
     return;
   }
   asio::post(m_conn->socket().get_executor(),
              [self = shared_from_this(), generation = m_generation, ec] { self->on_head(generation, ec); });
-}
-
-void UpstreamAttempt::read_head_bytes() {
-  beast::flat_buffer& buffer = m_conn->buffer();
-  auto into = buffer.prepare(beast::read_size(buffer, k_wide_read_bytes));
-  m_conn->read_some(into,
-                    [self = shared_from_this(), conn = m_conn, generation = m_generation](
-                        const ErrorCode& ec, std::size_t n) { self->on_head_bytes(generation, ec, n); });
 }
 
 void UpstreamAttempt::on_head_bytes(unsigned generation, const ErrorCode& error, std::size_t bytes) {
@@ -163,7 +155,7 @@ void UpstreamAttempt::on_head_bytes(unsigned generation, const ErrorCode& error,
   } else if (!ec) {
     ec = parse_head();
     if (ec == http::error::need_more) {
-      read_head_bytes();
+      read_bytes(&UpstreamAttempt::on_head_bytes);
       return;
     }
   }

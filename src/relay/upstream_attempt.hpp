@@ -123,7 +123,10 @@ private:
   void on_sent(unsigned generation, const ErrorCode& ec);
   void new_parser();
   void read_head();
-  void read_head_bytes();
+  // One read of the connection into its buffer; `on_bytes` is handed what came.
+  using BytesHandler = void (UpstreamAttempt::*)(unsigned generation, const ErrorCode& error,
+                                                 std::size_t bytes);
+  void read_bytes(BytesHandler on_bytes);
   void on_head_bytes(unsigned generation, const ErrorCode& error, std::size_t bytes);
   // Parse the buffered bytes as the head: need_more while it is incomplete.
   ErrorCode parse_head();

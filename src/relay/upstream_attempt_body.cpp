@@ -41,11 +41,16 @@ void UpstreamAttempt::read_body() {
       return;
     }
   }
+  read_bytes(&UpstreamAttempt::on_read);
+}
+
+void UpstreamAttempt::read_bytes(BytesHandler on_bytes) {
   beast::flat_buffer& buffer = m_conn->buffer();
   auto into = buffer.prepare(beast::read_size(buffer, k_wide_read_bytes));
-  m_conn->read_some(into,
-                    [self = shared_from_this(), conn = m_conn, generation = m_generation](
-                        const ErrorCode& ec, std::size_t bytes) { self->on_read(generation, ec, bytes); });
+  m_conn->read_some(into, [self = shared_from_this(), conn = m_conn, generation = m_generation,
+                           on_bytes](const ErrorCode& ec, std::size_t bytes) {
+    ((*self).*on_bytes)(generation, ec, bytes);
+  });
 }
 
 void UpstreamAttempt::on_read(unsigned generation, const ErrorCode& error, std::size_t bytes) {
