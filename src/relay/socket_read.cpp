@@ -73,10 +73,9 @@ void mark_emptied(Socket& socket) noexcept {
 #endif
 }
 
-#ifdef KEYSHIM_READ_HINTS
 namespace read_detail {
 
-Status receive(int fd, asio::mutable_buffer into, ErrorCode& ec, std::size_t& n) noexcept {
+Found receive(int fd, asio::mutable_buffer into, ErrorCode& ec, std::size_t& n) noexcept {
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
   iovec piece{into.data(), into.size()};
   msghdr message{};
@@ -88,57 +87,47 @@ Status receive(int fd, asio::mutable_buffer into, ErrorCode& ec, std::size_t& n)
   n = 0;
   if (got < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      return Status::not_done;
+      return Found::nothing;
     }
     ec = ErrorCode(errno, boost::system::system_category());
-    return Status::done;
+    return Found::more;
   }
   if (got == 0 && into.size() != 0) {
     ec = asio::error::eof; // as Asio's reads: the end of the stream exhausts the socket
-    return Status::done_and_exhausted;
+    return Found::emptied;
   }
   n = static_cast<std::size_t>(got);
   for (cmsghdr* field = CMSG_FIRSTHDR(&message); field; field = CMSG_NXTHDR(&message, field)) {
     if (field->cmsg_level == SOL_TCP && field->cmsg_type == TCP_CM_INQ) {
       int left = 0;
       std::memcpy(&left, CMSG_DATA(field), sizeof left);
-      return left == 0 ? Status::done_and_exhausted : Status::done;
+      return left == 0 ? Found::emptied : Found::more;
     }
   }
-  return Status::done; // no hint on this socket: what is left is unknown
+  return Found::more; // no hint on this socket: what is left is unknown
 }
 
+#ifdef KEYSHIM_READ_HINTS
 void start(Socket& socket, asio::detail::reactor_op* op) {
   auto& impl = SocketState::of(socket);
   reactor_of(socket).start_op(Reactor::read_op, impl.socket_, impl.reactor_data_, op, false, true);
 }
+#endif
 
 } // namespace read_detail
-#endif
 
 std::size_t read_without_waiting(Socket& socket, asio::mutable_buffer into, ErrorCode& ec) {
   ec = {};
-#ifdef KEYSHIM_READ_HINTS
+  if (!may_hold_bytes(socket)) {
+    return 0;
+  }
   std::size_t n = 0;
-  read_detail::Status status = read_detail::receive(socket.native_handle(), into, ec, n);
+  read_detail::Found found = read_detail::receive(socket.native_handle(), into, ec, n);
   // Not at the end of the stream: a later read must meet it again, not wait.
-  if (status == read_detail::Status::not_done || (status == read_detail::Status::done_and_exhausted && !ec)) {
+  if (found == read_detail::Found::nothing || (found == read_detail::Found::emptied && !ec)) {
     mark_emptied(socket);
   }
   return n;
-#else
-  ssize_t got = retry_interrupted(
-      [&] { return ::recv(socket.native_handle(), into.data(), into.size(), MSG_DONTWAIT); });
-  if (got > 0) {
-    return static_cast<std::size_t>(got);
-  }
-  if (got == 0) {
-    ec = into.size() == 0 ? ErrorCode() : ErrorCode(asio::error::eof);
-  } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
-    ec = ErrorCode(errno, boost::system::system_category());
-  }
-  return 0;
-#endif
 }
 
 } // namespace keyshim::relay

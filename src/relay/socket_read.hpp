@@ -54,18 +54,22 @@ bool may_hold_bytes(const Socket& socket) noexcept;
 void mark_emptied(Socket& socket) noexcept;
 
 // The bytes `socket` holds now, up to `into`'s size, without waiting: 0 with
-// `ec` clear when it holds none; asio::error::eof at the end of the stream.
-// A read that leaves the socket empty marks it so.
+// `ec` clear when it holds none (a socket marked empty is not asked);
+// asio::error::eof at the end of the stream. A read that leaves the socket
+// empty marks it so.
 std::size_t read_without_waiting(Socket& socket, asio::mutable_buffer into, ErrorCode& ec);
 
-#ifdef KEYSHIM_READ_HINTS
 namespace read_detail {
 
-using Status = asio::detail::reactor_op::status;
+// What one recvmsg found: nothing yet (EAGAIN); bytes or an error, with
+// more left or an unknown amount; or the socket left empty (or its end).
+enum class Found { nothing, more, emptied };
 
-// One recvmsg into `into`: not_done when nothing has arrived yet,
-// done_and_exhausted when it left the socket empty (or found its end).
-Status receive(int fd, asio::mutable_buffer into, ErrorCode& ec, std::size_t& n) noexcept;
+// One recvmsg into `into`, `n` bytes, with TCP_INQ's count of what is left.
+Found receive(int fd, asio::mutable_buffer into, ErrorCode& ec, std::size_t& n) noexcept;
+
+#ifdef KEYSHIM_READ_HINTS
+using Status = asio::detail::reactor_op::status;
 
 // Queues `op` as a read of `socket` with Asio's reactor.
 void start(Socket& socket, asio::detail::reactor_op* op);
@@ -80,9 +84,18 @@ public:
       : reactor_op(ErrorCode(), &ReadOp::do_perform, &ReadOp::do_complete), m_fd(fd), m_into(into),
         m_handler(std::move(handler)), m_work(m_handler, ex) {}
 
+  // Asio's reactor skips the next read's recv after done_and_exhausted.
   static Status do_perform(reactor_op* base) {
     auto* op = static_cast<ReadOp*>(base);
-    return receive(op->m_fd, op->m_into, op->ec_, op->bytes_transferred_);
+    switch (receive(op->m_fd, op->m_into, op->ec_, op->bytes_transferred_)) {
+    case Found::nothing:
+      return Status::not_done;
+    case Found::more:
+      return Status::done;
+    case Found::emptied:
+      break;
+    }
+    return Status::done_and_exhausted;
   }
 
   // As Asio's: the operation's memory goes back before the handler runs.
@@ -106,9 +119,9 @@ private:
   Handler m_handler;
   asio::detail::handler_work<Handler, Executor> m_work;
 };
+#endif
 
 } // namespace read_detail
-#endif
 
 // As socket.async_read_some(into, handler), but a read that leaves the
 // socket empty makes the next one wait for the loop's report instead of

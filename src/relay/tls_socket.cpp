@@ -19,21 +19,6 @@ TlsSocketIo& io_of(BIO* bio) {
   return *static_cast<TlsSocketIo*>(BIO_get_data(bio));
 }
 
-// A failed recv or send: EAGAIN is OpenSSL's "retry", anything else the
-// socket's error, kept for the operation's error code.
-int failed(BIO* bio, bool reading) {
-  if (errno == EAGAIN || errno == EWOULDBLOCK) {
-    if (reading) {
-      BIO_set_retry_read(bio);
-    } else {
-      BIO_set_retry_write(bio);
-    }
-  } else {
-    io_of(bio).error = errno;
-  }
-  return -1;
-}
-
 // The BIO between OpenSSL and the socket: recv and send on the socket's
 // descriptor as it is at the call (once closed, EBADF, never another
 // connection's descriptor), and send without SIGPIPE. A socket that the last
@@ -42,10 +27,6 @@ int failed(BIO* bio, bool reading) {
 int bio_read(BIO* bio, char* data, int size) {
   BIO_clear_retry_flags(bio);
   TlsSocketIo& io = io_of(bio);
-  if (!may_hold_bytes(*io.socket)) {
-    BIO_set_retry_read(bio);
-    return -1;
-  }
   ErrorCode ec;
   std::size_t n = read_without_waiting(*io.socket, asio::buffer(data, static_cast<std::size_t>(size)), ec);
   if (n == 0 && !ec) {
@@ -68,7 +49,14 @@ int bio_write(BIO* bio, const char* data, int size) {
   if (n >= 0) {
     return static_cast<int>(n);
   }
-  return failed(bio, false);
+  // A full socket is OpenSSL's "retry"; anything else the socket's error,
+  // kept for the operation's error code.
+  if (errno == EAGAIN || errno == EWOULDBLOCK) {
+    BIO_set_retry_write(bio);
+  } else {
+    io.error = errno;
+  }
+  return -1;
 }
 
 long bio_control(BIO* bio, int command, long, void*) {
