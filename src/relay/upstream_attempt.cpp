@@ -124,10 +124,6 @@ void UpstreamAttempt::new_parser() {
 // must fail.
 void UpstreamAttempt::read_head() {
   new_parser();
-  if (m_conn->buffer().size() == 0) {
-    read_bytes(&UpstreamAttempt::on_head_bytes);
-    return;
-  }
   ErrorCode ec = parse_head(); // an interim response's successor may be buffered
   if (ec == http::error::need_more) {
     read_bytes(&UpstreamAttempt::on_head_bytes);
